@@ -1,0 +1,74 @@
+// Command udpstp is a UDP Speed Test Protocol (RFC 9946) server and client
+// implementing the RFC 9097 capacity measurement, interoperable with
+// OB-UDPST 9.0.0.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes shared by every subcommand. exitConfig matches OB-UDPST, which
+// exits 50 on any command-line or configuration error.
+const (
+	exitFailure = 1
+	exitConfig  = 50
+)
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "udpstp",
+		Usage:                "UDP Speed Test Protocol (RFC 9946) server and client",
+		EnableBashCompletion: true,
+		Suggest:              true,
+		Commands:             []*cli.Command{ratesCommand()},
+		OnUsageError:         usageError,
+		Action:               unknownCommand,
+		// Errors come back from Run and main reports them. Without this
+		// handler cli would print them itself and call os.Exit from inside
+		// Run, out of our control and in the middle of tests.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+// usageError turns a flag parsing error into a configuration error so that it
+// is reported as one line with exit code 50 instead of cli's usage dump.
+// Commands set it as their OnUsageError too.
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return cli.Exit(err.Error(), exitConfig)
+}
+
+// unknownCommand runs when no subcommand matched. cli's default would treat
+// the word as a help topic and exit 3; an unknown command is a command-line
+// error like any other, so it gets one line and exit code 50.
+func unknownCommand(c *cli.Context) error {
+	if !c.Args().Present() {
+		return cli.ShowAppHelp(c)
+	}
+	name := c.Args().First()
+	msg := fmt.Sprintf("unknown command %q", name)
+	if cli.SuggestCommand != nil {
+		msg += ". " + cli.SuggestCommand(c.App.VisibleCommands(), name)
+	}
+	return cli.Exit(msg, exitConfig)
+}
+
+func main() {
+	err := newApp().Run(os.Args)
+	if err == nil {
+		return
+	}
+	code := exitFailure
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	if msg := strings.TrimSpace(err.Error()); msg != "" {
+		fmt.Fprintf(os.Stderr, "udpstp: %s\n", strings.ReplaceAll(msg, "\n", "; "))
+	}
+	os.Exit(code)
+}
