@@ -1,0 +1,21 @@
+//go:build !linux
+
+package clock
+
+import "time"
+
+// start anchors the Test Time Base off Linux: Go's monotonic clock, which
+// the runtime reads cheaply, measured from process start.
+var start = time.Now()
+
+// Mono reads the Test Time Base.
+func Mono() Time { return Time(time.Since(start)) }
+
+// Now reads a Pair.
+func Now() Pair {
+	t := time.Now()
+	return Pair{Mono: Time(t.Sub(start)), Wall: t.UnixNano()}
+}
+
+// MonoIsRaw reports whether the Test Time Base is CLOCK_MONOTONIC_RAW.
+const MonoIsRaw = false

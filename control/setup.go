@@ -1,0 +1,151 @@
+package control
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// Test Setup PDU (0xACE1): 56 bytes, the same layout for protocol 11 and 20
+// (wire.md 2.1). The client's request has CmdRequest 1; the server answers
+// with the same bytes edited in place and CmdRequest 2.
+const (
+	SetupPDUID = 0xACE1
+	SetupLen   = 56
+
+	SetupCmdRequest  uint8 = 1
+	SetupCmdResponse uint8 = 2
+)
+
+// Setup modifier bits: the client's table options, which must match the
+// server's (codes 3 and 11).
+const (
+	SetupJumbo          uint8 = 0x01 // jumbo rows above 1 Gbps allowed (no -j)
+	SetupTraditionalMTU uint8 = 0x02 // -T: 1500-byte-MTU sizes
+)
+
+// MaxBandwidthUpstream in MaxBandwidth selects the upstream pool; the low 15
+// bits are the required Mbps (0: not given).
+const (
+	MaxBandwidthUpstream = 0x8000
+	MaxBandwidthMask     = 0x7FFF
+)
+
+// authBlock is the auth block every control PDU ends with: at len-44 three
+// bytes of the PDU proper, then authMode, authUnixTime, authDigest, keyId,
+// reservedAuth1 and checkSum.
+type authBlock struct {
+	AuthMode      uint8
+	AuthUnixTime  uint32
+	AuthDigest    [32]byte
+	KeyID         uint8
+	ReservedAuth1 uint8
+	Checksum      uint16
+}
+
+func (a *authBlock) put(b []byte) {
+	n := len(b)
+	b[n-41] = a.AuthMode
+	binary.BigEndian.PutUint32(b[n-40:], a.AuthUnixTime)
+	copy(b[n-36:n-4], a.AuthDigest[:])
+	b[n-4] = a.KeyID
+	b[n-3] = a.ReservedAuth1
+	binary.BigEndian.PutUint16(b[n-2:], a.Checksum)
+}
+
+func (a *authBlock) get(b []byte) {
+	n := len(b)
+	a.AuthMode = b[n-41]
+	a.AuthUnixTime = binary.BigEndian.Uint32(b[n-40:])
+	copy(a.AuthDigest[:], b[n-36:n-4])
+	a.KeyID = b[n-4]
+	a.ReservedAuth1 = b[n-3]
+	a.Checksum = binary.BigEndian.Uint16(b[n-2:])
+}
+
+// SetupPDU is a Test Setup Request or Response.
+type SetupPDU struct {
+	ProtocolVer    uint16
+	MCIndex        uint8  // connection index 0..MCCount-1
+	MCCount        uint8  // configured maximum connection count, 1..24
+	MCIdent        uint16 // random per client run, the same on all its connections
+	CmdRequest     uint8  // SetupCmdRequest or SetupCmdResponse
+	CmdResponse    uint8  // request: 0; response: a Setup* code
+	MaxBandwidth   uint16 // MaxBandwidthUpstream | Mbps
+	TestPort       uint16 // response: the server's new test port
+	ModifierBitmap uint8  // SetupJumbo | SetupTraditionalMTU
+	authBlock
+}
+
+// Encode writes the 56-byte PDU into b[:56], auth block and checksum as they
+// are; sign with Sign and add a checksum with SealControlChecksum afterwards.
+func (p *SetupPDU) Encode(b []byte) []byte {
+	b = b[:SetupLen]
+	be := binary.BigEndian
+	be.PutUint16(b[0:], SetupPDUID)
+	be.PutUint16(b[2:], p.ProtocolVer)
+	b[4] = p.MCIndex
+	b[5] = p.MCCount
+	be.PutUint16(b[6:], p.MCIdent)
+	b[8] = p.CmdRequest
+	b[9] = p.CmdResponse
+	be.PutUint16(b[10:], p.MaxBandwidth)
+	be.PutUint16(b[12:], p.TestPort)
+	b[14] = p.ModifierBitmap
+	p.authBlock.put(b)
+	return b
+}
+
+// Decode parses a Setup PDU and applies the checks under which OB-UDPST drops
+// one silently (wire.md 2.1.2): exactly 56 bytes, pduId 0xACE1, cmdRequest 1
+// or 2 (a 9.0.0 server even accepts 2 in a request) and a non-zero checksum
+// that verifies. Version, bitmap and auth are Admission's business, because
+// each of those gets a response code rather than silence.
+func (p *SetupPDU) Decode(b []byte) error {
+	if len(b) != SetupLen {
+		return &dataphase.PDUError{PDU: "Setup PDU", Field: "length", Reason: lenReason(len(b), SetupLen)}
+	}
+	if err := checkHeader(b, "Setup PDU", SetupPDUID); err != nil {
+		return err
+	}
+	if c := b[8]; c != SetupCmdRequest && c != SetupCmdResponse {
+		return &dataphase.PDUError{PDU: "Setup PDU", Field: "cmdRequest", Reason: "neither 1 nor 2"}
+	}
+	be := binary.BigEndian
+	p.ProtocolVer = be.Uint16(b[2:])
+	p.MCIndex = b[4]
+	p.MCCount = b[5]
+	p.MCIdent = be.Uint16(b[6:])
+	p.CmdRequest = b[8]
+	p.CmdResponse = b[9]
+	p.MaxBandwidth = be.Uint16(b[10:])
+	p.TestPort = be.Uint16(b[12:])
+	p.ModifierBitmap = b[14]
+	p.authBlock.get(b)
+	return nil
+}
+
+// checkHeader checks a control PDU's identifier and its optional checksum,
+// which always covers the whole PDU and sits in its last two bytes.
+func checkHeader(b []byte, pdu string, id uint16) error {
+	if binary.BigEndian.Uint16(b) != id {
+		return &dataphase.PDUError{PDU: pdu, Field: "pduId", Reason: "unexpected identifier"}
+	}
+	if binary.BigEndian.Uint16(b[len(b)-2:]) != 0 && !dataphase.ChecksumValid(b) {
+		return &dataphase.PDUError{PDU: pdu, Field: "checkSum", Reason: "does not verify"}
+	}
+	return nil
+}
+
+// SealControlChecksum stores the optional checksum of a control PDU in its
+// last two bytes, computed over the whole PDU after signing (wire.md 4).
+func SealControlChecksum(b []byte) {
+	n := len(b)
+	binary.BigEndian.PutUint16(b[n-2:], 0)
+	binary.BigEndian.PutUint16(b[n-2:], dataphase.Checksum(b))
+}
+
+func lenReason(got, want int) string {
+	return fmt.Sprintf("got %d bytes, want %d", got, want)
+}
