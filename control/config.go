@@ -1,0 +1,146 @@
+package control
+
+import "time"
+
+// Defaults and limits of OB-UDPST 9.0.0's options (measurement.md 7.1).
+const (
+	DefaultTestIntTime  = 10   // s
+	MinTestIntTime      = 5    // s
+	MaxTestIntTime      = 3600 // s
+	DefaultSubIntPeriod = 1000 // ms
+	MinSubIntPeriod     = 100
+	MaxSubIntPeriod     = 10000
+	DefaultTrialInt     = 50 // ms
+	MinTrialInt         = 5
+	MaxTrialInt         = 250
+	DefaultLowThresh    = 30 // ms
+	DefaultUpperThresh  = 90 // ms
+	MaxDelayThresh      = 10000
+	DefaultSlowAdj      = 3
+	DefaultHSDelta      = 10
+	DefaultSeqErrThresh = 10
+	DefaultSockBuf      = 1024000
+	MaxSockBuf          = 16777216
+	MaxConnsPerClient   = 24
+	MaxConnsPerServer   = 254
+	MaxClientBandwidth  = 32767  // Mbps, client -B
+	MaxServerBandwidth  = 100000 // Mbps, server -B
+	MaxDSCPECN          = 255
+	SetupTimeout        = 3 * time.Second // one timer for Setup and Test Activation
+)
+
+// Family restricts the address family (-4, -6).
+type Family int
+
+const (
+	FamilyAny Family = 0
+	FamilyV4  Family = 4
+	FamilyV6  Family = 6
+)
+
+// ServerConfig is everything `udpstp server` was told.
+type ServerConfig struct {
+	BindAddrs []string // local addresses to listen on; empty: every address, IPv4 and IPv6
+	Port      int      // control port
+	Family    Family
+
+	NoJumbo        bool // -j
+	TraditionalMTU bool // -T
+	MaxBandwidth   int  // -B: Mbps available per direction, 0 = no Admission by bandwidth
+	MaxTestTime    int  // -t: the longest test granted, s
+	MaxDSCPECN     int  // -m: the highest DSCP+ECN byte granted
+	MaxRateIndex   int  // -I: the highest fixed or starting row granted
+	AllowRandom    bool // -X: grant random payload
+	Keys           *ServerKeys
+	SockBuf        int  // -b: SO_SNDBUF/SO_RCVBUF request; 0 = system default
+	NoSeqRollback  bool // -n
+	OneTest        bool // -1: exit after the first Test Connection ends
+	MaxConnections int  // Test Connections at once (OB-UDPST: 254)
+
+	Verbose    bool // -v
+	Debug      bool // -D
+	ShowErrors bool // -e
+	NoSubInt   bool // -s
+	LossRatio  bool // -r
+}
+
+// DefaultServerConfig returns OB-UDPST's server defaults.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		Port:           DefaultControlPort,
+		MaxTestTime:    MaxTestIntTime,
+		MaxDSCPECN:     MaxDSCPECN,
+		MaxRateIndex:   1152,
+		SockBuf:        DefaultSockBuf,
+		MaxConnections: MaxConnsPerServer,
+	}
+}
+
+// ServerAddr is one server argument of a client: host[:port].
+type ServerAddr struct {
+	Host string // name or literal address, as typed (IPv6 without brackets)
+	Port int    // control port
+}
+
+// ClientConfig is everything `udpstp client` was told.
+type ClientConfig struct {
+	Servers  []ServerAddr
+	Upstream bool
+	Family   Family
+	ConnMin  int // -C min
+	ConnMax  int // -C max
+
+	NoJumbo        bool
+	TraditionalMTU bool
+	RandomPayload  bool // -X
+	MaxBandwidth   int  // -B total Mbps, divided over the connections
+	Key            []byte
+	KeyID          uint8
+	SockBuf        int
+	NoSeqRollback  bool
+
+	// Requested test parameters (the server may coerce them).
+	TestIntTime    int    // s
+	SubIntPeriod   int    // ms
+	TrialInt       int    // ms
+	LowThresh      int    // ms
+	UpperThresh    int    // ms
+	SlowAdjThresh  int    // -c
+	HighSpeedDelta int    // -h
+	SeqErrThresh   int    // -q
+	IncludeOooDup  bool   // -R
+	UseOwDelVar    bool   // -o
+	Algorithm      uint8  // AlgorithmB or AlgorithmC
+	SRIndex        uint16 // -I: fixed or starting row; dataphase.AutoRateIndex = search from 0
+	StartIndex     bool   // -I @n
+	DSCPECN        int    // -m
+	CEThresh       int    // -Z
+	Bimodal        int    // -i count: Sub-Intervals of the first mode
+	Suppress       bool   // -i -count: rate adjustment suppressed in the first mode
+
+	// Output.
+	Format     string // "" (text), "json", "jsonb", "jsonf"
+	OutputFile string // --output: JSON written atomically
+	Verbose    bool
+	Debug      bool
+	ShowErrors bool
+	NoSubInt   bool // -s
+	LossRatio  bool // -r
+}
+
+// DefaultClientConfig returns OB-UDPST's client defaults.
+func DefaultClientConfig() ClientConfig {
+	return ClientConfig{
+		ConnMin: 1, ConnMax: 1,
+		SockBuf:        DefaultSockBuf,
+		TestIntTime:    DefaultTestIntTime,
+		SubIntPeriod:   DefaultSubIntPeriod,
+		TrialInt:       DefaultTrialInt,
+		LowThresh:      DefaultLowThresh,
+		UpperThresh:    DefaultUpperThresh,
+		SlowAdjThresh:  DefaultSlowAdj,
+		HighSpeedDelta: DefaultHSDelta,
+		SeqErrThresh:   DefaultSeqErrThresh,
+		SRIndex:        0xFFFF,
+	}
+}

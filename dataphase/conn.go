@@ -1,0 +1,649 @@
+package dataphase
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+)
+
+// Conn is the Data Phase of one Test Connection, sans-IO: it reads no clock,
+// opens no socket and starts no goroutine. An executor drives it: Poll for
+// the Send Plan due now, Sent with what the kernel accepted, Receive with
+// what arrived, and a wait until Deadline. Events says what happened.
+//
+// One Conn is either the Load Sender (it sends Load PDUs and receives Status
+// PDUs) or the Load Receiver (the reverse); the server also runs the rate
+// adjustment, in both directions.
+type Conn struct {
+	p          Params
+	loadSender bool
+	trialNs    int64
+	periodMs   int64
+	trialMs    int64
+	maxSub     uint32
+
+	snd sender
+	rcv receiver
+	rc  *RateControl
+	rng xorshift
+
+	start     clock.Time
+	startWall int64
+
+	// Stop handshake (wire.md 1.7).
+	action      uint8 // the testAction our next PDU carries
+	stopping    bool  // server: the test time is over; client: a stop was seen or decided
+	stopAt      clock.Time
+	confirm     bool // client: send one PDU carrying action now, then end
+	closeReason EndReason
+
+	watchdogAt clock.Time
+
+	// Traffic seen (no-traffic warning, rttRespDelay).
+	lastRx        clock.Time
+	lastRxSet     bool
+	rxStopped     bool
+	peerRxStopped bool
+
+	// Load Receiver: the Status PDU timer.
+	statusAt clock.Time
+
+	// Load Sender: what the last Status PDU said.
+	lastStatusSeq uint32
+	spduSeqErr    uint16
+	echoSec       uint32
+	echoNsec      uint32
+	lastSubSeq    uint32
+	peerRTTSum    uint32
+	peerRTTCnt    uint32
+
+	// Server: over-rate policing of an upstream Load Sender.
+	prevRowMbps float64
+	overCount   int
+
+	warnings      int
+	localBleach   bool
+	remoteBleach  bool
+	subOut        uint32
+	events        []Event
+	done          bool
+	statusScratch StatusPDU
+}
+
+// NewConn starts a Data Phase at the activation instant now.
+func NewConn(p Params, now clock.Pair) *Conn {
+	c := &Conn{
+		p:          p,
+		loadSender: p.Upstream != p.Server,
+		trialNs:    int64(p.TrialInt),
+		periodMs:   int64(p.SubIntPeriod / time.Millisecond),
+		trialMs:    int64(p.TrialInt / time.Millisecond),
+		start:      now.Mono,
+		startWall:  now.Wall,
+		rng:        *newXorshift(p.Seed),
+		events:     make([]Event, 0, 16),
+	}
+	c.maxSub = p.MaxSubIntervals
+	if c.maxSub == 0 && c.periodMs > 0 {
+		c.maxSub = uint32(int64(p.TestIntTime/time.Millisecond) / c.periodMs)
+	}
+	if p.Server {
+		c.rc = NewRateControl(&c.p)
+		c.stopAt = now.Mono + clock.Time(p.TestIntTime+ServerStopExtra)
+	} else {
+		c.stopAt = now.Mono + clock.Time(p.TestIntTime+ClientStopExtra)
+	}
+	c.watchdogAt = now.Mono + clock.Time(Watchdog)
+	c.lastRx, c.lastRxSet = now.Mono, true
+	budget := p.CatchUpBudget
+	if budget == 0 {
+		budget = DefaultCatchUpBudget
+	}
+	if c.loadSender {
+		row := p.InitialRate
+		if p.Server {
+			row = c.row(c.rc.Index())
+			c.prevRowMbps = c.rowMbps(c.rc.Index())
+		}
+		c.snd.ipv6, c.snd.random, c.snd.noRoll = p.IPv6, p.RandomPayload, p.NoSeqRollback
+		c.snd.init(row, now.Mono, clock.Time(budget), &c.rng)
+	} else {
+		c.rcv.init(now.Wall, p.ECNCEThresh)
+		c.statusAt = now.Mono + clock.Time(p.TrialInt)
+		if p.Server {
+			c.prevRowMbps = c.rowMbps(c.rc.Index())
+		}
+	}
+	return c
+}
+
+func (c *Conn) row(i uint16) SendingRate {
+	if int(i) < len(c.p.Table) {
+		return c.p.Table[i]
+	}
+	return SendingRate{}
+}
+
+// rowMbps is the nominal L3 rate of row i.
+func (c *Conn) rowMbps(i uint16) float64 {
+	r := c.row(i)
+	return r.L3Mbps(c.p.IPv6)
+}
+
+// LoadSender reports whether this end sends the load.
+func (c *Conn) LoadSender() bool { return c.loadSender }
+
+// Done reports that the Data Phase is over (its last event was EvEnd).
+func (c *Conn) Done() bool { return c.done }
+
+// Events returns the events since the last call and forgets them. The slice
+// is reused: consume it before the next call into the Conn.
+func (c *Conn) Events() []Event {
+	ev := c.events
+	c.events = c.events[:0]
+	return ev
+}
+
+// Index returns the server's current sending rate row (-1 on a client).
+func (c *Conn) Index() int {
+	if c.rc == nil {
+		return -1
+	}
+	return int(c.rc.Index())
+}
+
+// Deadline returns when the Conn next needs a turn without a receive.
+func (c *Conn) Deadline() clock.Time {
+	if c.done {
+		return clock.Never
+	}
+	if c.confirm {
+		return c.start // at once
+	}
+	d := min(c.watchdogAt, c.stopAt)
+	if c.loadSender {
+		d = min(d, c.snd.nextDue())
+	} else {
+		d = min(d, c.statusAt)
+	}
+	return d
+}
+
+// Stop ends the Data Phase from this side: a server starts the stop
+// handshake at once (clients get a clean end), a client tells the server
+// with its next PDU (testAction 1, as its own safety stop does) and ends.
+func (c *Conn) Stop() {
+	if c.done {
+		return
+	}
+	if c.p.Server {
+		if !c.stopping {
+			c.stopping = true
+			c.stopAt = clock.Never
+		}
+		return
+	}
+	if c.action == ActionTest {
+		c.action = ActionStop1
+	}
+	c.confirm, c.closeReason = true, EndLocalStop
+}
+
+// Fail ends the Data Phase at once after an error its executor cannot
+// recover from.
+func (c *Conn) Fail(err error) {
+	if c.done {
+		return
+	}
+	c.warn(0, fmt.Sprintf("ERROR: %v", err), true)
+	c.end(EndFailure)
+}
+
+func (c *Conn) end(r EndReason) {
+	if c.done {
+		return
+	}
+	c.done = true
+	c.events = append(c.events, Event{Kind: EvEnd, End: r})
+}
+
+// warn records a warning event; OB-UDPST shows at most 10 per Test
+// Connection and, except for invalid PDUs, only while the test runs.
+func (c *Conn) warn(code uint8, text string, always bool) {
+	if c.warnings >= MaxWarnings || (!always && (c.action != ActionTest || c.stopping)) {
+		return
+	}
+	c.warnings++
+	c.events = append(c.events, Event{Kind: EvWarning, Code: code, Text: text})
+}
+
+// timers runs what is due at now that is not a transmission.
+func (c *Conn) timers(now clock.Time) {
+	if now >= c.watchdogAt {
+		if c.stopping && c.p.Server {
+			// The test ran its time; only the confirmation was lost.
+			c.end(EndStopped)
+		} else {
+			c.end(EndWatchdog)
+		}
+		return
+	}
+	if now >= c.stopAt && !c.stopping && c.action == ActionTest {
+		if c.p.Server {
+			c.stopping = true
+		} else {
+			// The server never said stop: end on our own, telling it.
+			c.action = ActionStop1
+			c.confirm, c.closeReason = true, EndStopped
+		}
+		c.stopAt = clock.Never
+	}
+}
+
+// trafficCheck runs before each own transmission: after a whole second
+// without a valid PDU our PDUs say rxStopped and a warning is raised once,
+// until traffic resumes.
+func (c *Conn) trafficCheck(now clock.Time) {
+	if !c.lastRxSet {
+		return
+	}
+	if now-c.lastRx >= clock.Time(WarnNoTraffic) {
+		c.rxStopped = true
+		c.lastRxSet = false
+		c.warn(4, "LOCAL WARNING: Incoming traffic has completely stopped", false)
+		return
+	}
+	c.rxStopped = false
+}
+
+// respDelay is the rttRespDelay of a PDU sent at now: ms since the last
+// valid PDU arrived, 0 once the traffic-stopped check cleared it.
+func (c *Conn) respDelay(now clock.Time) uint16 {
+	if !c.lastRxSet {
+		return 0
+	}
+	return uint16(roundMs(int64(now - c.lastRx)))
+}
+
+// Poll writes the Send Plan due at now into b and reports whether there is
+// one.
+func (c *Conn) Poll(now clock.Pair, b *SendBuffer) bool {
+	b.N = 0
+	if c.done {
+		return false
+	}
+	c.timers(now.Mono)
+	if c.done {
+		return false
+	}
+	if c.loadSender {
+		return c.pollLoad(now, b)
+	}
+	return c.pollStatus(now, b)
+}
+
+func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
+	var bu burst
+	switch {
+	case c.confirm:
+		// One datagram carrying the stop action (OB-UDPST: a Burst of
+		// size 1), then the end.
+		bu = c.confirmBurst(now.Mono)
+	default:
+		var ok bool
+		bu, ok = c.snd.fire(now.Mono, c.stopping)
+		if !ok && c.snd.deferN == 0 {
+			return false
+		}
+	}
+	if c.stopping && c.p.Server {
+		c.action = ActionStop2
+	}
+	c.trafficCheck(now.Mono)
+	hs := hdrState{
+		action:     c.action,
+		spduSeqErr: c.spduSeqErr,
+		echoSec:    c.echoSec,
+		echoNsec:   c.echoNsec,
+		respDelay:  c.respDelay(now.Mono),
+	}
+	if c.rxStopped {
+		hs.rxStopped = 1
+	}
+	hs.wallSec, hs.wallNsec = clock.Split(now.Wall)
+	n := c.snd.write(b, bu, &hs)
+	if c.confirm {
+		c.confirm = false
+		c.end(c.closeReason)
+	}
+	return n > 0
+}
+
+// confirmBurst is the one datagram that carries a client's stop action.
+func (c *Conn) confirmBurst(now clock.Time) burst {
+	for t := range c.snd.tx {
+		if c.snd.interval(t) > 0 {
+			if bu := c.snd.burstOf(t, true); bu.count() > 0 {
+				return bu
+			}
+		}
+	}
+	return burst{n: 1, payload: DefaultPayload}
+}
+
+func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
+	if !c.confirm && now.Mono < c.statusAt {
+		return false
+	}
+	if !c.confirm {
+		c.statusAt = now.Mono + clock.Time(c.p.TrialInt)
+		if c.rcv.last == 0 {
+			// No Status PDU before the first Load PDU; no number used.
+			return false
+		}
+	}
+	s := &c.statusScratch
+	if c.p.Server {
+		c.adjustUpstream(now)
+		if c.done {
+			return false
+		}
+		if c.stopping {
+			// Our stop goes in every Status PDU until the client
+			// confirms. OB-UDPST sends it once and relies on its watchdog
+			// if it is lost; repeating it costs nothing and ends the test
+			// on time on a lossy path.
+			c.action = ActionStop2
+		}
+	}
+	c.trafficCheck(now.Mono)
+	fb := c.rcv.feedback()
+	c.rcv.buildStatus(s, now.Wall)
+	s.TestAction = c.action
+	if c.rxStopped {
+		s.RxStopped = 1
+	}
+	if c.p.Server {
+		s.Rate = c.row(c.rc.Index())
+	}
+	if !c.p.Legacy {
+		s.AuthMode = c.p.AuthMode
+	}
+	n := s.Encode(b.slot(0), c.p.Legacy)
+	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
+	b.N, b.RandomFill = 1, false
+	if c.rcv.bleach && !c.localBleach {
+		c.localBleach = true
+		c.warn(7, "LOCAL WARNING: Incoming ECN bleaching detected", false)
+	}
+	c.trialEvent(fb, s, true)
+	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
+		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
+	}
+	if c.rcv.closeSubInterval(now.Wall, c.periodMs, c.trialMs) {
+		r := SubIntervalResult{
+			Seq:           c.rcv.subSeq,
+			Stats:         c.rcv.saved,
+			CECount:       c.rcv.savedCE,
+			ClockDeltaMin: c.rcv.clockDeltaMin,
+			ClockDeltaSet: c.rcv.clockDeltaSet,
+			RTTMinimum:    c.rcv.rttMinimum,
+			RTTSum:        c.rcv.rttSum,
+			RTTCnt:        c.rcv.rttCnt,
+			Bleached:      c.rcv.bleach,
+			Wall:          now.Wall,
+		}
+		c.rcv.rttSum, c.rcv.rttCnt = 0, 0
+		c.subInterval(r)
+	}
+	if c.confirm {
+		c.confirm = false
+		c.end(c.closeReason)
+	}
+	return true
+}
+
+// adjustUpstream runs the server's rate adjustment just before it sends a
+// Status PDU, and polices the client's rate.
+func (c *Conn) adjustUpstream(now clock.Pair) {
+	fb := c.rcv.feedback()
+	if c.p.PoliceOverRate && !c.stopping {
+		c.police(now.Wall, fb)
+		if c.done {
+			return
+		}
+	}
+	if c.stopping {
+		return
+	}
+	c.prevRowMbps = c.rowMbps(c.rc.Index())
+	c.rc.Adjust(fb, c.rcv.subSeq)
+}
+
+// police stops a Load Sender that runs above 1.5 times its assigned rate
+// for 3 Trial Intervals in a row (ADR: the server polices the rate it
+// assigns). The assigned rate is the larger of the rows of the last two
+// Status PDUs, because a client applies a new row one firing late; two
+// jumbo datagrams of slack keep row 0's random sizes from tripping it.
+func (c *Conn) police(nowWall int64, fb TrialFeedback) {
+	us := roundUs(nowWall - c.rcv.trialStart)
+	if us <= 0 {
+		return
+	}
+	hdr := uint64(28)
+	if c.p.IPv6 {
+		hdr = 48
+	}
+	bits := float64((uint64(c.rcv.trial.bytes)+uint64(fb.Datagrams)*hdr)*8) / float64(us) // Mbps
+	assigned := max(c.prevRowMbps, c.rowMbps(c.rc.Index()))
+	slack := float64(2*9000*8) / float64(us)
+	if bits > 1.5*assigned+slack {
+		c.overCount++
+	} else {
+		c.overCount = 0
+	}
+	if c.overCount >= 3 {
+		c.warn(0, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
+		c.end(EndOverRate)
+	}
+}
+
+func (c *Conn) trialEvent(fb TrialFeedback, s *StatusPDU, sent bool) {
+	t := TrialInfo{
+		Loss: fb.Loss, Ooo: fb.Ooo, Dup: fb.Dup, CE: fb.CE,
+		DelayVarMin: s.DelayVarMin, DelayVarMax: s.DelayVarMax,
+		DelayVarAvg:  avgRound(s.DelayVarSum, s.DelayVarCnt),
+		RTTVarSample: s.RTTVarSample,
+		Datagrams:    s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime,
+		Index: c.Index(), Sent: sent,
+	}
+	c.events = append(c.events, Event{Kind: EvTrial, Trial: t})
+}
+
+func (c *Conn) subInterval(r SubIntervalResult) {
+	if c.subOut >= c.maxSub {
+		return
+	}
+	c.subOut++
+	if c.loadSender {
+		c.snd.takeCounters(&r)
+	}
+	c.events = append(c.events, Event{Kind: EvSubInterval, SubInt: r})
+}
+
+// Sent reports how many datagrams of the last plan the kernel accepted.
+func (c *Conn) Sent(n int, now clock.Pair) {
+	if c.loadSender {
+		c.snd.sent(n)
+	}
+}
+
+// Receive takes a batch of datagrams read from the Test Connection's socket.
+func (c *Conn) Receive(b *RecvBatch) {
+	for i := 0; i < b.N && !c.done; i++ {
+		d := &b.Dgrams[i]
+		if c.loadSender {
+			c.onStatus(b.Data(i), d, b.Pair)
+		} else {
+			c.onLoad(b.Data(i), d, b.Pair)
+		}
+	}
+}
+
+func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
+	var h LoadHeader
+	if err := h.Decode(data); err != nil {
+		c.invalid("load", data, d.Len)
+		return
+	}
+	if c.p.Server {
+		if h.TestAction != ActionTest {
+			// The client's confirmation (or its own stop): done.
+			c.end(EndStopped)
+			return
+		}
+		if !c.stopping {
+			c.watchdogAt = d.Time + clock.Time(Watchdog)
+		}
+	} else {
+		if c.action != ActionTest || c.confirm {
+			return // stopping: further Load PDUs are ignored
+		}
+		if h.TestAction != ActionTest {
+			c.action = h.TestAction
+			c.confirm, c.closeReason = true, EndStopped
+			return
+		}
+		c.watchdogAt = d.Time + clock.Time(Watchdog)
+	}
+	c.seen(d.Time, h.RxStopped)
+	res := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS)
+	if res.remoteSeqErr != 0 {
+		c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(res.remoteSeqErr)+")", false)
+	}
+}
+
+// seen records a valid PDU's arrival and the peer's rxStopped flag.
+func (c *Conn) seen(t clock.Time, peerRxStopped uint8) {
+	c.lastRx, c.lastRxSet = t, true
+	stopped := peerRxStopped == 1
+	if stopped && !c.peerRxStopped {
+		c.warn(5, "REMOTE WARNING: Incoming traffic has completely stopped", false)
+	}
+	c.peerRxStopped = stopped
+}
+
+func seqErrText(n uint16) string {
+	if n == SpduSeqErrOoO {
+		return "OoO/Dup"
+	}
+	return fmt.Sprint(n)
+}
+
+func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
+	s := &c.statusScratch
+	if err := s.Decode(data, c.p.Legacy); err != nil {
+		c.invalid("status", data, d.Len)
+		return
+	}
+	stop := s.TestAction != ActionTest
+	if !c.p.Server {
+		if c.action != ActionTest || c.confirm {
+			return
+		}
+		if stop {
+			c.action = s.TestAction
+			c.confirm, c.closeReason = true, EndStopped
+		}
+	}
+	if !stop && !c.stopping {
+		c.watchdogAt = d.Time + clock.Time(Watchdog)
+	}
+	c.seen(d.Time, s.RxStopped)
+
+	// Status PDU sequence: a gap is loss, a step back reordering.
+	switch {
+	case s.SeqNo >= c.lastStatusSeq+1:
+		gap := s.SeqNo - c.lastStatusSeq - 1
+		c.spduSeqErr = uint16(min(gap, SpduSeqErrOoO-1))
+		c.lastStatusSeq = s.SeqNo
+	default:
+		c.spduSeqErr = SpduSeqErrOoO
+	}
+	if c.spduSeqErr != 0 {
+		c.warn(2, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
+	}
+	c.echoSec, c.echoNsec = s.SpduTimeSec, s.SpduTimeNsec
+	if s.RTTVarSample != NoDelay {
+		c.peerRTTSum += s.RTTVarSample
+		c.peerRTTCnt++
+	}
+	if c.p.ECNCEThresh > 0 && s.ECNFlags&ECNFlagBleached != 0 && !c.remoteBleach {
+		c.remoteBleach = true
+		c.warn(8, "REMOTE WARNING: Incoming ECN bleaching detected", false)
+	}
+	fb := TrialFeedback{
+		Loss: s.SeqErrLoss, Ooo: s.SeqErrOoo, Dup: s.SeqErrDup,
+		DelayVarSum: s.DelayVarSum, DelayVarCnt: s.DelayVarCnt,
+		RTTVarSample: s.RTTVarSample, Datagrams: s.TiRxDatagrams, CE: s.TiRxCECount,
+	}
+	if !c.p.Server && !stop {
+		c.snd.setRow(s.Rate, pair.Mono)
+	}
+	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
+		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
+	}
+	if s.SubIntSeqNo != c.lastSubSeq {
+		c.lastSubSeq = s.SubIntSeqNo
+		r := SubIntervalResult{
+			Seq:           s.SubIntSeqNo,
+			Stats:         s.SubInt,
+			CECount:       s.SisSavCECount,
+			ClockDeltaMin: s.ClockDeltaMin,
+			ClockDeltaSet: true,
+			RTTMinimum:    s.RTTMinimum,
+			RTTSum:        c.peerRTTSum,
+			RTTCnt:        c.peerRTTCnt,
+			Bleached:      s.ECNFlags&ECNFlagBleached != 0,
+			Wall:          pair.WallAt(d.Time),
+		}
+		c.peerRTTSum, c.peerRTTCnt = 0, 0
+		c.subInterval(r)
+	}
+	if c.p.Server {
+		if stop {
+			c.end(EndStopped)
+			return
+		}
+		if !c.stopping {
+			c.rc.Adjust(fb, s.SubIntSeqNo)
+			c.snd.setRow(c.row(c.rc.Index()), pair.Mono)
+		}
+	}
+	c.trialEvent(fb, s, false)
+}
+
+// invalid counts a datagram that is not a valid PDU for this end, with
+// OB-UDPST's warning line (at most MaxWarnings per Test Connection).
+func (c *Conn) invalid(kind string, data []byte, n int) {
+	var id, ck uint16
+	var action, flag uint8
+	if len(data) >= 4 {
+		id = uint16(data[0])<<8 | uint16(data[1])
+		action, flag = data[2], data[3]
+	}
+	switch {
+	case kind == "load" && len(data) >= LoadHeaderLen:
+		ck = uint16(data[30])<<8 | uint16(data[31])
+	case kind == "status" && len(data) >= StatusLegacyLen:
+		off := statusOffNominalCk
+		if c.p.Legacy {
+			off = statusOffLegacyCk
+		}
+		if len(data) > off+1 {
+			ck = uint16(data[off])<<8 | uint16(data[off+1])
+		}
+	}
+	c.warn(6, fmt.Sprintf("WARNING: Received invalid %s PDU (%d,0x%04X:0x%02X:0x%02X,0x%04X)", kind, n, id, action, flag, ck), true)
+}

@@ -1,0 +1,107 @@
+package dataphase
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EvSubInterval: a Sub-Interval of this Test Connection completed and
+	// is to be reported (client: always; server: for its log).
+	EvSubInterval EventKind = iota + 1
+	// EvWarning: a warning with an OB-UDPST ErrorStatus code (1..49) and
+	// its message, at most MaxWarnings per Test Connection.
+	EvWarning
+	// EvMinimum: the minimum one-way delay or RTT changed (OB-UDPST's
+	// verbose "Minimum One-Way Delay" line).
+	EvMinimum
+	// EvTrial: one Trial Interval's values, sent or received in a Status
+	// PDU (OB-UDPST's debug lines), and on the server the new row.
+	EvTrial
+	// EvEnd: the Data Phase is over; End says how. It is the last event.
+	EvEnd
+)
+
+// EndReason says how a Test Connection's Data Phase ended.
+type EndReason uint8
+
+const (
+	EndStopped   EndReason = iota + 1 // the stop handshake completed (success)
+	EndWatchdog                       // no valid PDU for 3 s
+	EndLocalStop                      // Stop was called (interrupt, shutdown)
+	EndOverRate                       // the server stopped a Load Sender above 1.5x its rate
+	EndFailure                        // a socket failure the executor reported
+)
+
+func (r EndReason) String() string {
+	switch r {
+	case EndStopped:
+		return "end time reached"
+	case EndWatchdog:
+		return "no traffic for 3 s"
+	case EndLocalStop:
+		return "stopped locally"
+	case EndOverRate:
+		return "load sender above 1.5x its assigned rate"
+	case EndFailure:
+		return "socket failure"
+	}
+	return "unknown"
+}
+
+// SubIntervalResult is one completed Sub-Interval of a Test Connection with
+// what the report needs to compute its figures (measurement.md 5.1).
+type SubIntervalResult struct {
+	Seq     uint32 // Sub-Interval number, from 1
+	Stats   SubIntervalStats
+	CECount uint32
+
+	// Connection-wide values at the time of the Sub-Interval.
+	ClockDeltaMin int32  // ms; meaningful once ClockDeltaSet
+	ClockDeltaSet bool   // a Load PDU was received in order (downstream) / reported (upstream)
+	RTTMinimum    uint32 // ms, NoDelay if none
+	// RTT variation samples accumulated by this end since the previous
+	// Sub-Interval (downstream: every sample; upstream: the last sample of
+	// each Trial Interval, from the server's Status PDUs).
+	RTTSum uint32
+	RTTCnt uint32
+	// Bleached: a Not-ECT Load PDU arrived while ECN reporting was on.
+	Bleached bool
+
+	// The Load Sender's own view of this Sub-Interval (ours, not OB-UDPST's):
+	// Bursts skipped because they fell more than the catch-up budget
+	// behind, and datagrams the kernel refused and that were never sent.
+	SkippedBursts   uint32
+	SkippedDgrams   uint32
+	WithheldDgrams  uint32
+	SenderPlanned   uint64 // datagrams the Send Plans called for
+	SenderDelivered uint64 // datagrams the kernel accepted
+
+	Wall int64 // wall clock (ns) when the result was produced
+}
+
+// TrialInfo is one Trial Interval's values (debug output).
+type TrialInfo struct {
+	Loss, Ooo, Dup, CE uint32
+	DelayVarMin        uint32
+	DelayVarAvg        uint32
+	DelayVarMax        uint32
+	RTTVarSample       uint32 // NoDelay: none
+	Datagrams, Bytes   uint32
+	DeltaTimeUs        uint32
+	Index              int // the server's row after adjustment, -1 on a client
+	Sent               bool
+}
+
+// Event is what a core reports to its executor. Events are rare (a few per
+// second), so they may carry strings.
+type Event struct {
+	Kind   EventKind
+	Code   uint8  // EvWarning: the ErrorStatus code
+	Text   string // EvWarning: the message, without the "[Server ...]" suffix
+	SubInt SubIntervalResult
+	Trial  TrialInfo
+	// EvMinimum
+	ClockDeltaMin int32
+	RTTMinimum    uint32
+	// EvEnd
+	End EndReason
+}

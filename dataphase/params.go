@@ -1,0 +1,67 @@
+package dataphase
+
+import "time"
+
+// Params are the negotiated parameters of one Test Connection's Data Phase:
+// what the Test Activation Response said, plus the local settings that never
+// travel. The Control Phase fills them; the core only reads them.
+type Params struct {
+	Server   bool // this end is the server (it runs the rate adjustment)
+	Upstream bool // the client sends load
+	Legacy   bool // protocol 11..19: 168-byte Status PDUs, no auth/ECN area
+	IPv6     bool // a real IPv6 peer (not IPv4-mapped): payload sizes minus 20
+
+	TestIntTime  time.Duration // test duration (TA testIntTime)
+	TrialInt     time.Duration // Status PDU period (TA trialInt)
+	SubIntPeriod time.Duration // Sub-Interval period
+
+	LowThresh      uint32 // ms
+	UpperThresh    uint32 // ms
+	SeqErrThresh   uint32
+	SlowAdjThresh  uint32
+	HighSpeedDelta uint32
+	IgnoreOooDup   bool
+	UseOwDelVar    bool
+	Algorithm      uint8  // 0 = B, 1 = C (control.AlgorithmB/C)
+	SRIndexConf    uint16 // fixed or starting row, AutoRateIndex for the search
+	StartIndex     bool   // SRIndexConf is a starting row (-I @n)
+	SRAdjSuppCount uint32 // Sub-Intervals with rate adjustment suppressed (-i -n)
+	ECNCEThresh    uint8  // 0: ECN reporting off
+	RandomPayload  bool
+	AuthMode       uint8 // echoed at offset 163 of our Status PDUs
+
+	// Table is the server's sending rate table (unused by a client, which
+	// sends the rows the server gives it).
+	Table []SendingRate
+	// InitialRate is the upstream client's first row, from the TA Response.
+	InitialRate SendingRate
+
+	// NoSeqRollback (-n): datagrams the kernel refuses consume their
+	// sequence numbers (they show as loss at the peer) instead of being
+	// deferred and sent with the same numbers.
+	NoSeqRollback bool
+	// CatchUpBudget: a Burst due longer ago than this is a Skipped Burst.
+	// 0 selects DefaultCatchUpBudget.
+	CatchUpBudget time.Duration
+	// PoliceOverRate: the server stops a Load Sender that runs above 1.5x
+	// its assigned rate for 3 Trial Intervals.
+	PoliceOverRate bool
+	// MaxSubIntervals caps the Sub-Intervals reported (OB-UDPST:
+	// testIntTime*1000/P). 0: derive it.
+	MaxSubIntervals uint32
+
+	// Seed seeds the core's random numbers (start offsets, random sizes).
+	Seed uint64
+}
+
+// Timing constants of OB-UDPST 9.0.0 (wire.md 1.9, measurement.md 0.3).
+const (
+	WarnNoTraffic        = 1 * time.Second // rxStopped and the traffic-stopped warning
+	Watchdog             = 3 * time.Second // no valid PDU: the Test Connection ends
+	ServerStopExtra      = 500 * time.Millisecond
+	ClientStopExtra      = 3500 * time.Millisecond // client safety stop after testIntTime
+	StartOffsetMin       = 5 * time.Millisecond    // a transmitter's first Burst, drawn uniformly
+	StartOffsetMax       = 50 * time.Millisecond
+	DefaultCatchUpBudget = 1 * time.Millisecond
+	MaxWarnings          = 10 // warnings per Test Connection, all kinds together
+)

@@ -1,0 +1,332 @@
+package dataphase
+
+import (
+	"github.com/udpstp/udpstp/clock"
+)
+
+// The Load Sender: two transmitters driven by the current sending rate row
+// (measurement.md 2), scheduled on an absolute timeline with bounded
+// catch-up.
+//
+// OB-UDPST reschedules each transmitter from the time it happened to run and
+// never catches up, so every late timer silently lowers the rate it offers.
+// We keep each transmitter's due times on a fixed grid: a Burst that comes
+// due late is sent late (stamped at departure), and a Burst more than the
+// catch-up budget late is a Skipped Burst, counted and reported so the
+// shortfall is visible and deducted from the sender's rate instead of being
+// hidden. Unbounded catch-up was rejected: it would put more than planned
+// into single Sub-Intervals and inflate the maximum.
+
+// transmitter is one of the two periodic senders of a row.
+type transmitter struct {
+	armed bool
+	due   clock.Time
+}
+
+// burst is one transmitter firing's worth of datagrams.
+type burst struct {
+	n       int    // datagrams of size payload
+	payload uint16 // UDP payload of each
+	addon   uint16 // size of one extra datagram (0: none)
+}
+
+// pendingDgram is a datagram of the plan in the SendBuffer, remembered so
+// the unsent tail can be deferred.
+type pendingDgram struct {
+	seq   uint32
+	len   uint16
+	older bool // belongs to the earlier (deferred) Burst of the plan
+}
+
+// sender is the Load Sender side of a Test Connection.
+type sender struct {
+	tx      [2]transmitter
+	row     SendingRate
+	ipv6    bool
+	random  bool
+	budget  clock.Time
+	noRoll  bool
+	nextSeq uint32
+	rng     *xorshift
+
+	// The plan last written into the SendBuffer, and its unsent tail.
+	plan     [MaxPlan]pendingDgram
+	planN    int
+	deferred [MaxPlan]pendingDgram
+	deferN   int
+
+	// Counters of the current Sub-Interval (reported with each result).
+	skippedBursts  uint32
+	skippedDgrams  uint32
+	withheldDgrams uint32
+	planned        uint64
+	delivered      uint64
+}
+
+func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, rng *xorshift) {
+	s.row = row
+	s.budget = budget
+	s.rng = rng
+	s.nextSeq = 1
+	for t := range s.tx {
+		if s.interval(t) > 0 {
+			off := rng.between(int64(StartOffsetMin), int64(StartOffsetMax))
+			s.tx[t] = transmitter{armed: true, due: start + clock.Time(off)}
+		}
+	}
+}
+
+// interval returns transmitter t's period in the current row.
+func (s *sender) interval(t int) clock.Time {
+	if t == 0 {
+		return clock.Time(s.row.TxInterval1) * 1000
+	}
+	return clock.Time(s.row.TxInterval2) * 1000
+}
+
+// setRow adopts a new row. It takes effect at once: a transmitter that
+// becomes active starts one period from now, one whose period shrank fires
+// no later than one new period from now, one that stops is disarmed.
+// (OB-UDPST waits for the next expiry of either transmitter; with row 0's
+// 50 ms timer that delays the first real rate by up to 50 ms.)
+func (s *sender) setRow(r SendingRate, now clock.Time) {
+	if r == s.row {
+		return
+	}
+	s.row = r
+	for t := range s.tx {
+		iv := s.interval(t)
+		switch {
+		case iv == 0:
+			s.tx[t].armed = false
+		case !s.tx[t].armed:
+			s.tx[t] = transmitter{armed: true, due: now + iv}
+		case s.tx[t].due > now+iv:
+			s.tx[t].due = now + iv
+		}
+	}
+}
+
+// nextDue returns the earliest due time of an armed transmitter.
+func (s *sender) nextDue() clock.Time {
+	d := clock.Never
+	for t := range s.tx {
+		if s.tx[t].armed && s.tx[t].due < d {
+			d = s.tx[t].due
+		}
+	}
+	return d
+}
+
+// fire takes the Burst of the earliest transmitter due at or before now, if
+// any. Bursts that fell more than the catch-up budget behind are skipped
+// and counted; the latest missed one is always sent.
+func (s *sender) fire(now clock.Time, stopping bool) (burst, bool) {
+	t := -1
+	for i := range s.tx {
+		if s.tx[i].armed && s.tx[i].due <= now && (t < 0 || s.tx[i].due < s.tx[t].due) {
+			t = i
+		}
+	}
+	if t < 0 {
+		return burst{}, false
+	}
+	iv := s.interval(t)
+	tx := &s.tx[t]
+	if late := now - tx.due; late > s.budget && iv > 0 {
+		// Bursts due before now-budget are skipped, but never the most
+		// recent one (the one due within the last period).
+		skip := (late - s.budget + iv - 1) / iv
+		if owed := late/iv + 1; skip > owed-1 {
+			skip = owed - 1
+		}
+		if skip > 0 {
+			b := s.burstOf(t, false)
+			s.skippedBursts += uint32(skip)
+			s.skippedDgrams += uint32(skip) * uint32(b.count())
+			tx.due += skip * iv
+		}
+	}
+	b := s.burstOf(t, stopping)
+	tx.due += iv
+	if iv == 0 {
+		tx.armed = false
+	}
+	return b, true
+}
+
+// burstOf returns transmitter t's Burst in the current row: sizes reduced
+// by 20 bytes for an IPv6 peer, random sizes drawn once per firing, a single
+// datagram while stopping.
+func (s *sender) burstOf(t int, stopping bool) burst {
+	var b burst
+	var payload, n, addon uint32
+	if t == 0 {
+		payload, n = s.row.UDPPayload1, s.row.BurstSize1
+	} else {
+		payload, n, addon = s.row.UDPPayload2, s.row.BurstSize2, s.row.UDPAddon2
+	}
+	n = min(n, MaxBurst)
+	if stopping {
+		n = min(n, 1)
+	}
+	if n > 0 && payload != 0 {
+		b.n = int(n)
+		b.payload = s.size(payload)
+	}
+	if addon != 0 {
+		b.addon = s.size(addon)
+	}
+	return b
+}
+
+func (b burst) count() int {
+	if b.addon != 0 {
+		return b.n + 1
+	}
+	return b.n
+}
+
+// size turns a row's payload field into the size of this firing. Sizes are
+// kept between the Load PDU header and the largest jumbo payload: a client
+// sends whatever rows its server gives it, and a row outside the table must
+// not make it build datagrams it cannot hold.
+func (s *sender) size(field uint32) uint16 {
+	lo, hi := PayloadRange(field, s.ipv6)
+	v := hi
+	if field&RandomSize != 0 && hi > lo {
+		v = uint32(s.rng.between(int64(lo), int64(hi)))
+	}
+	return uint16(min(max(v, LoadHeaderLen), MaxJumboPayload))
+}
+
+// hdrState is what every Load PDU of one write carries besides its own
+// sequence number and size.
+type hdrState struct {
+	action     uint8
+	rxStopped  uint8
+	spduSeqErr uint16
+	echoSec    uint32
+	echoNsec   uint32
+	respDelay  uint16
+	wallSec    uint32
+	wallNsec   uint32
+}
+
+// write puts the deferred datagrams (with fresh timestamps) and then the new
+// Burst into buf, and remembers the plan. It returns the number written.
+func (s *sender) write(buf *SendBuffer, b burst, hs *hdrState) int {
+	n := 0
+	for i := 0; i < s.deferN; i++ {
+		d := s.deferred[i]
+		s.put(buf, n, d.seq, d.len, hs)
+		s.plan[n] = pendingDgram{seq: d.seq, len: d.len, older: true}
+		n++
+	}
+	s.deferN = 0
+	for i := 0; i < b.count() && n < MaxPlan; i++ {
+		l := b.payload
+		if i == b.n {
+			l = b.addon
+		}
+		seq := s.nextSeq
+		s.nextSeq++
+		s.put(buf, n, seq, l, hs)
+		s.plan[n] = pendingDgram{seq: seq, len: l}
+		n++
+		s.planned++
+	}
+	s.planN = n
+	buf.N = n
+	buf.RandomFill = s.random
+	return n
+}
+
+func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, hs *hdrState) {
+	h := LoadHeader{
+		TestAction:   hs.action,
+		RxStopped:    hs.rxStopped,
+		SeqNo:        seq,
+		UDPPayload:   l,
+		SpduSeqErr:   hs.spduSeqErr,
+		SpduTimeSec:  hs.echoSec,
+		SpduTimeNsec: hs.echoNsec,
+		LpduTimeSec:  hs.wallSec,
+		LpduTimeNsec: hs.wallNsec,
+		RTTRespDelay: hs.respDelay,
+	}
+	h.Encode(buf.slot(i))
+	buf.Dgrams[i] = OutDatagram{HdrLen: LoadHeaderLen, Len: l}
+}
+
+// sent records how many datagrams of the last plan the kernel accepted.
+// The unsent tail is deferred to the next plan with its sequence numbers,
+// so local backpressure never shows as loss at the receiver. A plan holds at
+// most one earlier Burst's deferred datagrams: if some of those are still
+// unsent, they are withheld and the newer Burst's datagrams take over their
+// numbers (none of them left the host, so no number is reused on the wire).
+// With -n (noRoll) the unsent datagrams are dropped and their numbers stay
+// consumed, as OB-UDPST 8 did.
+func (s *sender) sent(n int) {
+	n = max(0, min(n, s.planN))
+	s.delivered += uint64(n)
+	rest := s.plan[n:s.planN]
+	s.planN = 0
+	if len(rest) == 0 {
+		return
+	}
+	if s.noRoll {
+		s.withheldDgrams += uint32(len(rest))
+		return
+	}
+	first := rest[0].seq
+	olderUnsent := 0
+	for _, d := range rest {
+		if d.older {
+			olderUnsent++
+		}
+	}
+	if olderUnsent > 0 && olderUnsent < len(rest) {
+		s.withheldDgrams += uint32(olderUnsent)
+		rest = rest[olderUnsent:]
+	}
+	for i, d := range rest {
+		s.deferred[i] = pendingDgram{seq: first + uint32(i), len: d.len}
+	}
+	s.deferN = len(rest)
+	s.nextSeq = first + uint32(len(rest))
+}
+
+// takeCounters returns and resets the Sub-Interval's sender counters.
+func (s *sender) takeCounters(r *SubIntervalResult) {
+	r.SkippedBursts, r.SkippedDgrams, r.WithheldDgrams = s.skippedBursts, s.skippedDgrams, s.withheldDgrams
+	r.SenderPlanned, r.SenderDelivered = s.planned, s.delivered
+	s.skippedBursts, s.skippedDgrams, s.withheldDgrams = 0, 0, 0
+	s.planned, s.delivered = 0, 0
+}
+
+// xorshift is a small fast generator (xorshift64*) for start offsets and
+// random sizes; nothing here needs cryptographic quality.
+type xorshift struct{ s uint64 }
+
+func newXorshift(seed uint64) *xorshift {
+	if seed == 0 {
+		seed = 0x9E3779B97F4A7C15
+	}
+	return &xorshift{s: seed}
+}
+
+func (x *xorshift) next() uint64 {
+	x.s ^= x.s >> 12
+	x.s ^= x.s << 25
+	x.s ^= x.s >> 27
+	return x.s * 2685821657736338717
+}
+
+// between returns a uniform integer in [lo, hi].
+func (x *xorshift) between(lo, hi int64) int64 {
+	if hi <= lo {
+		return lo
+	}
+	return lo + int64(x.next()%uint64(hi-lo+1))
+}

@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+func totals(subs []dataphase.SubIntervalResult) (dg, loss, ooo, dup uint64) {
+	for _, r := range subs {
+		dg += uint64(r.Stats.RxDatagrams)
+		loss += uint64(r.Stats.SeqErrLoss)
+		ooo += uint64(r.Stats.SeqErrOoo)
+		dup += uint64(r.Stats.SeqErrDup)
+	}
+	return
+}
+
+// TestLossCounted drops every 100th Load PDU: about 1 % loss is counted as
+// loss, never as reordering, and the search still runs (1 % is below the
+// sequence error threshold at these rates only at first; we check counts).
+func TestLossCounted(t *testing.T) {
+	s, rc, _ := newPair(false, 5*time.Second)
+	s.Down.Drop = func(i int) bool { return i%100 == 99 }
+	s.Run(12 * time.Second)
+	dg, loss, ooo, dup := totals(rc.subs)
+	if ooo != 0 || dup != 0 {
+		t.Errorf("loss misread: ooo %d dup %d", ooo, dup)
+	}
+	share := float64(loss) / float64(dg+loss)
+	if share < 0.0095 || share > 0.0105 {
+		t.Errorf("loss share %.4f (%d of %d), want 0.0100", share, loss, dg+loss)
+	}
+}
+
+// TestReorderCounted swaps a pair of Load PDUs now and then: each swap is
+// one out-of-order datagram and no loss.
+func TestReorderCounted(t *testing.T) {
+	s, rc, _ := newPair(false, 5*time.Second)
+	s.Down.Swap = func(i int) bool { return i%1000 == 500 }
+	s.Run(12 * time.Second)
+	_, loss, ooo, dup := totals(rc.subs)
+	if loss != 0 || dup != 0 || ooo == 0 {
+		t.Errorf("reordering misread: loss %d ooo %d dup %d", loss, ooo, dup)
+	}
+}
+
+// TestPartialSendsDeferred refuses part of many plans: refused datagrams
+// are sent later with their own sequence numbers, so the receiver sees no
+// loss, and the sender's counts show what was deferred.
+func TestPartialSendsDeferred(t *testing.T) {
+	s, rc, rs := newPair(false, 5*time.Second)
+	k := 0
+	s.Server.Accept = func(_ time.Duration, n int) int {
+		k++
+		if k%7 == 0 && n > 1 {
+			return n / 2
+		}
+		return n
+	}
+	s.Run(12 * time.Second)
+	if rc.end != dataphase.EndStopped {
+		t.Fatalf("client end %v", rc.end)
+	}
+	_, loss, ooo, dup := totals(rc.subs)
+	if loss != 0 || ooo != 0 || dup != 0 {
+		t.Errorf("local backpressure shows at the receiver: loss %d ooo %d dup %d", loss, ooo, dup)
+	}
+	_ = rs
+}
+
+// TestStallSkipsBursts stalls the sending executor for 20 ms: Bursts more
+// than the catch-up budget late are skipped and counted (not sent in a
+// flood afterwards), the rest are sent late.
+func TestStallSkipsBursts(t *testing.T) {
+	s, _, rs := newPair(false, 5*time.Second)
+	s.Server.Stalls = [][2]time.Duration{{3 * time.Second, 3*time.Second + 20*time.Millisecond}}
+	var maxPlan int
+	s.Server.OnEvent = func(at time.Duration, ev dataphase.Event) { rs.on(at, ev) }
+	inner := s.Server.Core
+	s.Server.Core = &planSpy{Core: inner, max: &maxPlan}
+	s.Run(12 * time.Second)
+	var skipped uint32
+	for _, r := range rs.subs {
+		skipped += r.SkippedBursts
+	}
+	// At ~600 Mbps (row 600: transmitter 1 every 100 us, transmitter 2
+	// every ms) a 20 ms stall owes ~210 Bursts; all but those within the
+	// 1 ms budget are skipped.
+	if skipped < 150 || skipped > 230 {
+		t.Errorf("skipped %d Bursts over a 20 ms stall", skipped)
+	}
+	if maxPlan > dataphase.MaxPlan {
+		t.Errorf("a plan of %d datagrams", maxPlan)
+	}
+}
+
+type planSpy struct {
+	Core
+	max *int
+}
+
+func (p *planSpy) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
+	ok := p.Core.Poll(now, b)
+	*p.max = max(*p.max, b.N)
+	return ok
+}
+
+// TestOverRatePoliced makes an upstream client ignore the rows the server
+// assigns and send row 300: the server stops it after 3 Trial Intervals
+// above 1.5x, and says why.
+func TestOverRatePoliced(t *testing.T) {
+	s, rc, rs := newPair(true, 5*time.Second)
+	row := dataphase.BuildRateTable(dataphase.TableOptions{})[300]
+	s.Client.Core = &rowRewriter{Core: s.Client.Core, row: row}
+	s.Run(12 * time.Second)
+	if rs.end != dataphase.EndOverRate {
+		t.Fatalf("server end %v, want over-rate", rs.end)
+	}
+	if rs.endAt > 1500*time.Millisecond {
+		t.Errorf("policed only at %v", rs.endAt)
+	}
+	if len(rs.warns) == 0 {
+		t.Errorf("no reason reported")
+	}
+	_ = rc
+}
+
+// rowRewriter rewrites the sending rate in every Status PDU the client
+// receives, as a misbehaving client would ignore it.
+type rowRewriter struct {
+	Core
+	row dataphase.SendingRate
+}
+
+func (r *rowRewriter) Receive(b *dataphase.RecvBatch) {
+	for i := 0; i < b.N; i++ {
+		d := b.Buf(i)
+		if binary.BigEndian.Uint16(d) == dataphase.StatusPDUID {
+			r.row.Put(d[8:])
+		}
+	}
+	r.Core.Receive(b)
+}
+
+// TestClientStop interrupts the client mid-test: it tells the server with
+// testAction 1, and the server ends at once instead of waiting for its
+// watchdog.
+func TestClientStop(t *testing.T) {
+	for _, up := range []bool{false, true} {
+		s, rc, rs := newPair(up, 5*time.Second)
+		s.Run(2 * time.Second)
+		s.Client.Core.Stop()
+		s.Run(10 * time.Second)
+		if rc.end != dataphase.EndLocalStop {
+			t.Errorf("up=%v: client end %v", up, rc.end)
+		}
+		if rs.end != dataphase.EndStopped || rs.endAt > 2200*time.Millisecond {
+			t.Errorf("up=%v: server end %v at %v", up, rs.end, rs.endAt)
+		}
+	}
+}
+
+// TestServerStop ends a test early from the server (shutdown): the client
+// completes the stop handshake with a clean end.
+func TestServerStop(t *testing.T) {
+	for _, up := range []bool{false, true} {
+		s, rc, rs := newPair(up, 10*time.Second)
+		s.Run(2 * time.Second)
+		s.Server.Core.Stop()
+		s.Run(10 * time.Second)
+		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndStopped {
+			t.Errorf("up=%v: ends client %v server %v", up, rc.end, rs.end)
+		}
+		if rc.endAt > 2300*time.Millisecond {
+			t.Errorf("up=%v: client ended at %v", up, rc.endAt)
+		}
+	}
+}
+
+// TestWatchdog cuts the path for good: both ends warn that traffic stopped
+// after a second and end after three.
+func TestWatchdog(t *testing.T) {
+	s, rc, rs := newPair(false, 10*time.Second)
+	s.Down.Drop = func(i int) bool { return i > 2000 }
+	s.Up.Drop = func(i int) bool { return i > 20 }
+	s.Run(20 * time.Second)
+	if rc.end != dataphase.EndWatchdog || rs.end != dataphase.EndWatchdog {
+		t.Fatalf("ends client %v server %v", rc.end, rs.end)
+	}
+	found := false
+	for _, w := range rc.warns {
+		if w.Code == 4 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("client warnings %+v, want LOCAL traffic stopped (4)", rc.warns)
+	}
+}
