@@ -92,10 +92,11 @@ func (h *LoadHeader) Decode(b []byte) error {
 	if b[3] > 1 {
 		return errLoadStopped
 	}
-	h.Checksum = binary.BigEndian.Uint16(b[30:])
-	if h.Checksum != 0 && !ChecksumValid(b[:LoadHeaderLen]) {
+	ck := binary.BigEndian.Uint16(b[30:])
+	if ck != 0 && !ChecksumValid(b[:LoadHeaderLen]) {
 		return errLoadChecksum
 	}
+	h.Checksum = ck
 	h.TestAction = b[2]
 	h.RxStopped = b[3]
 	h.SeqNo = binary.BigEndian.Uint32(b[4:])

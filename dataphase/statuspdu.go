@@ -80,7 +80,10 @@ type StatusPDU struct {
 	ECNFlags      uint8
 
 	// Checksum is the value at offset 186 (protocol 20, where 9.0.0 writes it)
-	// or 146 (legacy). 0 means absent.
+	// or 146 (legacy). 0 means absent. It is kept for fidelity, not for
+	// re-sending: a decoded PDU re-encodes with zeros where the sender left
+	// stale bytes, so a checksum it carried no longer verifies; seal a new
+	// one with SealStatusChecksum instead.
 	Checksum uint16
 }
 
@@ -215,10 +218,10 @@ func (s *StatusPDU) Decode(b []byte, legacy bool) error {
 	if legacy {
 		ck = statusOffLegacyCk
 	}
-	s.Checksum = be.Uint16(b[ck:])
-	if s.Checksum != 0 && !ChecksumValid(b) {
+	if sum := be.Uint16(b[ck:]); sum != 0 && !ChecksumValid(b) {
 		return errStatusChecksum
 	}
+	s.Checksum = be.Uint16(b[ck:])
 	s.TestAction = b[2]
 	s.RxStopped = b[3]
 	s.SeqNo = be.Uint32(b[4:])
