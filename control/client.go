@@ -1,0 +1,323 @@
+package control
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// SetupError is a Test Connection that could not be set up, with the
+// ErrorStatus OB-UDPST's client exits with and its message.
+type SetupError struct {
+	Status int    // 1 (timeout), 75, 100+code, 150+code, 107/108, 157/158
+	Msg    string // one line, "ERROR: ..." or "WARNING: ..." as OB-UDPST prints it
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// ClientConn is an activated Test Connection of a client: its socket,
+// connected to the server's test port, and what the server granted.
+type ClientConn struct {
+	Sock      Socket
+	Server    netip.AddrPort // the control port we set up with
+	TestPeer  netip.AddrPort // the server's test socket
+	Local     netip.AddrPort
+	Setup     SetupPDU      // the accepted Setup Response
+	Granted   ActivationPDU // the Test Activation Response: the values to use
+	Params    dataphase.Params
+	Activated clock.Pair // when the response arrived
+}
+
+// Alert receives OB-UDPST's ALERT lines (invalid control responses); they
+// do not change the outcome.
+type Alert func(msg string)
+
+// resendAfter is when an unanswered Setup or Test Activation Request is
+// sent again, within the one 3 s timer. OB-UDPST never resends; a resent
+// Setup Request costs its server a second session that times out in 3 s,
+// and a resent Test Activation reaches a server already in its Data Phase
+// as one invalid datagram, so resending is harmless to it and saves tests
+// on lossy paths.
+const resendAfter = time.Second
+
+// Activate runs the Control Phase of Test Connection index of a client run:
+// Setup, Null (ignored), Test Activation, all within SetupTimeout. On
+// success the socket is connected to the server's test port and marked
+// with the granted DSCP/ECN byte.
+func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
+	addr, err := resolve(srv.Host, cfg.Family)
+	if err != nil {
+		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
+	}
+	server := netip.AddrPortFrom(addr, uint16(srv.Port))
+	fam := FamilyV6
+	if addr.Is4() {
+		fam = FamilyV4
+	}
+	laddr := netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+	if fam == FamilyV4 {
+		laddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	sock, err := n.ListenUDP(laddr, SocketOptions{Family: fam, V6Only: cfg.Family == FamilyV6, SockBuf: cfg.SockBuf})
+	if err != nil {
+		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
+	}
+	cc, err := activate(ctx, sock, cfg, server, index, mcIdent, alert)
+	if err != nil {
+		sock.Close()
+		return nil, err
+	}
+	return cc, nil
+}
+
+func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.AddrPort, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
+	suffix := fmt.Sprintf(" %s:%d", server.Addr(), server.Port())
+	deadline := time.Now().Add(SetupTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	timeout := &SetupError{Status: 1, Msg: "WARNING: Timeout awaiting response from server" + suffix}
+
+	// Setup Request.
+	req := SetupPDU{
+		ProtocolVer: ProtocolVersion, MCIndex: uint8(index), MCCount: uint8(max(cfg.ConnMax, 1)),
+		MCIdent: mcIdent, CmdRequest: SetupCmdRequest,
+	}
+	if cfg.MaxBandwidth > 0 {
+		req.MaxBandwidth = uint16(max(cfg.MaxBandwidth/max(cfg.ConnMax, 1), 1))
+		if cfg.Upstream {
+			req.MaxBandwidth |= MaxBandwidthUpstream
+		}
+	}
+	if !cfg.NoJumbo {
+		req.ModifierBitmap |= SetupJumbo
+	}
+	if cfg.TraditionalMTU {
+		req.ModifierBitmap |= SetupTraditionalMTU
+	}
+	out := req.Encode(make([]byte, SetupLen))
+	var keys SessionKeys
+	keyed := len(cfg.Key) > 0
+	if keyed {
+		t := uint32(time.Now().Unix())
+		keys = DeriveKeys(cfg.Key, t)
+		Sign(out, keys.Client[:], t, cfg.KeyID)
+	}
+	buf := make([]byte, 65536)
+	var resp SetupPDU
+	alerts := 0
+	got := false
+	for try := 0; !got; try++ {
+		if err := sock.SendTo(out, server); err != nil {
+			return nil, &SetupError{Status: 75, Msg: "ERROR: sending setup request to" + suffix + ": " + err.Error()}
+		}
+		wait := earliest(deadline, time.Now().Add(resendAfter))
+		if try >= 2 {
+			wait = deadline
+		}
+		for !got {
+			n, _, err := sock.RecvFrom(buf, wait)
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
+				}
+				if time.Now().Before(deadline) && ctx.Err() == nil {
+					break // resend
+				}
+				return nil, timeout
+			}
+			b := buf[:n]
+			if IsNullPDU(b) {
+				continue
+			}
+			if err := resp.Decode(b); err != nil {
+				alert(alertText("setup response", b) + " [Server" + suffix + "]")
+				alerts++
+				continue
+			}
+			// A keyed client checks the response's signature before its
+			// code (so a server without keys gives 107, not 104).
+			if keyed {
+				if c := VerifyResponse(b, keys, time.Now()); c != 0 {
+					return nil, authFailure(c, 100, "setup response", suffix)
+				}
+			}
+			if resp.CmdResponse != SetupAccepted {
+				return nil, setupRefused(resp.CmdResponse, resp.ProtocolVer, suffix)
+			}
+			got = true
+		}
+	}
+
+	// Test Activation, from the same socket, to the source address of the
+	// Setup Response and the test port it named.
+	peer := netip.AddrPortFrom(server.Addr(), resp.TestPort)
+	if err := sock.Connect(peer); err != nil {
+		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + suffix + ": " + err.Error()}
+	}
+	ta := activationRequest(cfg)
+	taOut := ta.Encode(make([]byte, ActivationLen), false)
+	if keyed {
+		Sign(taOut, keys.Client[:], uint32(time.Now().Unix()), cfg.KeyID)
+	}
+	var granted ActivationPDU
+	for try := 0; ; try++ {
+		if err := sock.Send(taOut); err != nil {
+			return nil, &SetupError{Status: 75, Msg: "ERROR: sending test activation request to" + suffix + ": " + err.Error()}
+		}
+		wait := earliest(deadline, time.Now().Add(resendAfter))
+		if try >= 1 {
+			wait = deadline
+		}
+		n, _, err := sock.RecvFrom(buf, wait)
+		for err == nil {
+			b := buf[:n]
+			if !IsNullPDU(b) {
+				if derr := granted.Decode(b, false); derr == nil {
+					if keyed {
+						if c := VerifyResponse(b, keys, time.Now()); c != 0 {
+							return nil, authFailure(c, 150, "test activation response", suffix)
+						}
+					}
+					switch granted.CmdResponse {
+					case ActivationAccepted:
+						return accepted(sock, cfg, server, peer, resp, granted)
+					case ActivationBadParam:
+						return nil, &SetupError{Status: 152, Msg: "ERROR: Requested test parameter(s) rejected by server" + suffix}
+					default:
+						return nil, &SetupError{Status: 150, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in test activation response from server%s", granted.CmdResponse, suffix)}
+					}
+				}
+				// A lost response in a downstream test is followed by Load
+				// PDUs: OB-UDPST alerts at most 10 of them.
+				if alerts < 10 {
+					alert(alertText("test activation response", b) + " [Server" + suffix + "]")
+					alerts++
+				}
+			}
+			n, _, err = sock.RecvFrom(buf, wait)
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return nil, timeout
+		}
+	}
+}
+
+// activationRequest builds the Test Activation Request from the options.
+func activationRequest(cfg *ClientConfig) ActivationPDU {
+	ta := ActivationPDU{
+		ProtocolVer:    ProtocolVersion,
+		CmdRequest:     ActivationDownstream,
+		LowThresh:      uint16(cfg.LowThresh),
+		UpperThresh:    uint16(cfg.UpperThresh),
+		TrialInt:       uint16(cfg.TrialInt),
+		TestIntTime:    uint16(cfg.TestIntTime),
+		DSCPECN:        uint8(cfg.DSCPECN),
+		SRIndexConf:    cfg.SRIndex,
+		HighSpeedDelta: uint8(cfg.HighSpeedDelta),
+		SlowAdjThresh:  uint16(cfg.SlowAdjThresh),
+		SeqErrThresh:   uint16(cfg.SeqErrThresh),
+		IgnoreOooDup:   1,
+		RateAdjAlgo:    cfg.Algorithm,
+		ECNCEThresh:    uint8(cfg.CEThresh),
+		SubIntPeriod:   uint16(cfg.SubIntPeriod),
+	}
+	if cfg.Upstream {
+		ta.CmdRequest = ActivationUpstream
+	}
+	if cfg.UseOwDelVar {
+		ta.UseOwDelVar = 1
+	}
+	if cfg.IncludeOooDup {
+		ta.IgnoreOooDup = 0
+	}
+	if cfg.StartIndex && cfg.SRIndex != dataphase.AutoRateIndex {
+		ta.ModifierBitmap |= ActivationStartIndex
+	}
+	if cfg.RandomPayload {
+		ta.ModifierBitmap |= ActivationRandomPayload
+	}
+	if cfg.Suppress {
+		ta.SRAdjSuppCount = uint16(cfg.Bimodal)
+	}
+	if len(cfg.Key) > 0 {
+		ta.AuthMode = AuthControl
+	}
+	return ta
+}
+
+// accepted adopts what the server granted (every value is read back from
+// the response, wire.md 11) and marks the socket.
+func accepted(sock Socket, cfg *ClientConfig, server, peer netip.AddrPort, setup SetupPDU, g ActivationPDU) (*ClientConn, error) {
+	now := clock.Now()
+	v4 := IsIPv4(peer)
+	p := activationParams(&g, false)
+	p.IPv6 = !v4
+	p.InitialRate = g.Rate
+	p.NoSeqRollback = cfg.NoSeqRollback
+	p.AuthMode = g.AuthMode
+	p.Seed = uint64(now.Wall) ^ uint64(peer.Port())<<32
+	if g.DSCPECN != 0 {
+		if err := sock.SetTOS(g.DSCPECN, v4); err != nil {
+			return nil, &SetupError{Status: 75, Msg: "ERROR: setting DSCP/ECN: " + err.Error()}
+		}
+	}
+	if g.ECNCEThresh > 0 {
+		if err := sock.EnableRecvTOS(v4); err != nil {
+			return nil, &SetupError{Status: 75, Msg: "ERROR: enabling ECN reception: " + err.Error()}
+		}
+	}
+	return &ClientConn{
+		Sock: sock, Server: server, TestPeer: peer, Local: sock.LocalAddr(),
+		Setup: setup, Granted: g, Params: p, Activated: now,
+	}, nil
+}
+
+func authFailure(code uint8, base int, what, suffix string) error {
+	if code == SetupAuthTime {
+		return &SetupError{Status: base + 8, Msg: "ERROR: Authentication time invalid in " + what + " from server" + suffix}
+	}
+	return &SetupError{Status: base + 7, Msg: "ERROR: Authentication failure of " + what + " from server" + suffix}
+}
+
+// setupRefused maps a Setup Response code to OB-UDPST's message and
+// ErrorStatus (100 + code; 100 for a code it does not know).
+func setupRefused(code uint8, serverVer uint16, suffix string) error {
+	text := SetupCodeText(code)
+	if code == SetupBadVersion {
+		text = fmt.Sprintf("Client protocol version (%d) not accepted by server (%d)", ProtocolVersion, serverVer)
+	}
+	if text == "" || code == SetupAccepted || code == SetupNone {
+		return &SetupError{Status: 100, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in setup response from server%s", code, suffix)}
+	}
+	return &SetupError{Status: 100 + int(code), Msg: "ERROR: " + text + suffix}
+}
+
+// alertText is OB-UDPST's ALERT line for an invalid control response.
+func alertText(what string, b []byte) string {
+	var id, ver, ck uint16
+	if len(b) >= 4 {
+		id, ver = binary.BigEndian.Uint16(b), binary.BigEndian.Uint16(b[2:])
+	}
+	if len(b) >= 2 {
+		ck = binary.BigEndian.Uint16(b[len(b)-2:])
+	}
+	return fmt.Sprintf("ALERT: Received invalid %s (%d,0x%04X:0x%04X,0x%04X)", what, len(b), id, ver, ck)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
