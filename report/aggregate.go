@@ -1,0 +1,238 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// aggregate is the client's one aggregate Test Connection (measurement.md
+// 5.2): the connections' Sub-Intervals are merged into it until it is
+// emitted as one aggregate Sub-Interval.
+type aggregate struct {
+	count   int // aggregate Sub-Intervals emitted so far
+	contrib int // connections merged into the pending one
+	rec     record
+	// Rates are the sums of the connection rates, each over its own
+	// measured duration (not the rate of the merged counts).
+	l3, l2, l1, l0 float64
+	// Running minima over the whole test, never reset.
+	clockDeltaMin int32
+	rttMinimum    uint32
+	bleached      bool
+	skips         skipFigures
+}
+
+func (a *aggregate) reset() {
+	a.contrib = 0
+	a.rec = emptyRecord()
+	a.l3, a.l2, a.l1, a.l0 = 0, 0, 0, 0
+	a.skips = skipFigures{}
+}
+
+func (a *aggregate) add(r *dataphase.SubIntervalResult, rec *record, l3 float64, ipv6 bool) {
+	a.contrib++
+	a.l3 += l3
+	a.l2 += rec.rate(overheadL2, ipv6)
+	a.l1 += rec.rate(overheadL1, ipv6)
+	a.l0 += rec.rate(overheadL0, ipv6)
+	var cd int32 // OB-UDPST's value before any in-order Load PDU is 0
+	if r.ClockDeltaSet {
+		cd = r.ClockDeltaMin
+	}
+	if a.contrib == 1 && a.count == 0 {
+		a.clockDeltaMin, a.rttMinimum = cd, r.RTTMinimum
+	} else {
+		a.clockDeltaMin = min(a.clockDeltaMin, cd)
+		a.rttMinimum = min(a.rttMinimum, r.RTTMinimum)
+	}
+	a.rec.merge(rec)
+	a.bleached = a.bleached || r.Bleached
+	a.skips.add(r)
+}
+
+// summaryAcc accumulates the aggregate Sub-Intervals of one mode (5.3).
+type summaryAcc struct {
+	dgrams, loss, ooo, dup, ce uint32
+	dvMin, dvMax, dvSum        uint32 // dvSum: sum of the Sub-Interval averages
+	rttMin, rttMax             uint32
+	rttSum, rttCnt             uint32
+	rateSum, intfSum           float64
+	samples                    uint32
+}
+
+func (t *summaryAcc) add(r *record, s shown, mbps float64) {
+	if t.samples == 0 {
+		t.dvMin, t.dvMax, t.dvSum = s.dvMin, r.dvMax, s.dvAvg
+		t.rttMin, t.rttMax = s.rttMin, r.rttMax
+	} else {
+		t.dvMin = min(t.dvMin, s.dvMin)
+		t.dvMax = max(t.dvMax, r.dvMax)
+		t.dvSum += s.dvAvg
+		t.rttMin = min(t.rttMin, s.rttMin)
+		t.rttMax = max(t.rttMax, r.rttMax)
+	}
+	t.dgrams += r.dgrams
+	t.loss += r.loss
+	t.ooo += r.ooo
+	t.dup += r.dup
+	t.rttSum += r.rttSum
+	t.rttCnt += r.rttCnt
+	t.ce += r.ce
+	t.rateSum += mbps
+	t.samples++
+}
+
+// maxAcc is the aggregate Sub-Interval with the highest L3 rate of a mode
+// (5.4); ties keep the earlier one. Unset, it stays all zero (TimeOfMax is
+// then the epoch, as in OB-UDPST).
+type maxAcc struct {
+	wall           int64
+	active         int
+	rec            record
+	l3, l2, l1, l0 float64
+	rttAvg         uint32
+}
+
+// mode is 0 for single-mode tests and the first bimodal mode, 1 after the
+// bimodal count.
+func (c *Collector) mode(n int) int {
+	if b := c.res.info.Bimodal; b > 0 && n > b {
+		return 1
+	}
+	return 0
+}
+
+// emit outputs the pending aggregate Sub-Interval at wall time wall.
+func (c *Collector) emit(wall int64) {
+	a := &c.agg
+	if c.res.info == nil { // cannot happen: results follow an activation
+		a.reset()
+		return
+	}
+	a.count++
+	n := a.count
+	m := c.mode(n)
+	if mx := &c.maxes[m]; a.l3 > mx.l3 {
+		*mx = maxAcc{wall: wall, active: c.active, rec: a.rec, l3: a.l3, l2: a.l2, l1: a.l1, l0: a.l0}
+		if a.rec.rttCnt > 0 {
+			mx.rttAvg = avg(a.rec.rttSum, a.rec.rttCnt)
+		}
+	}
+	s := a.rec.shown()
+	if !c.opt.NoSubInt {
+		if c.text() {
+			c.write(subIntervalLine(c.prefix(0), n, &a.rec, a.l3, c.opt.LossRatio, c.ceOn()))
+		}
+		c.res.intervals = append(c.res.intervals, intervalResult{
+			Interval: n, Seconds: float64(a.rec.accum) / 1000, Wall: wall, Active: c.active,
+			Q:         a.rec.quality(s, s.rttAvg),
+			Capacity:  a.l3,
+			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
+		})
+	}
+	if a.skips.any() {
+		c.res.skips.Bursts += a.skips.Bursts
+		c.res.skips.Dgrams += a.skips.Dgrams
+		c.res.skips.Withheld += a.skips.Withheld
+		c.res.skipList = append(c.res.skipList, skipInterval{Interval: n, F: a.skips})
+		if c.text() && a.skips.Bursts > 0 {
+			c.write(skipLine(c.prefix(0), n, &a.skips))
+		}
+	}
+	c.res.skips.Planned += a.skips.Planned
+	c.res.skips.Delivered += a.skips.Delivered
+	c.sums[m].add(&a.rec, s, a.l3)
+	a.reset()
+}
+
+// conclude computes Summary and Maximum (5.3, 5.4, bimodal 5.6) and prints
+// their text lines.
+func (c *Collector) conclude() {
+	info := c.res.info
+	a := &c.agg
+	r := &c.res
+	r.complete = true
+	r.bleached = a.bleached
+	n := a.count
+	b := info.Bimodal
+	modes := 1
+	if b > 0 && n > b {
+		modes = 2
+	}
+	r.modalKeys = b == 0 || n > b
+	rttMinimum := a.rttMinimum
+	if rttMinimum == noDelay {
+		rttMinimum = 0
+	}
+	// Sub-Interval ranges of the modes, for labels and "Intervals".
+	first, last := [2]int{1, b + 1}, [2]int{min(b, n), n}
+	if b == 0 {
+		last[0] = n
+	}
+	label := func(word string, i int) string {
+		if b == 0 {
+			return word
+		}
+		return fmt.Sprintf("%s[%d-%d]", word[:3], first[i], last[i])
+	}
+	pre, dir := c.prefix(0), info.direction()
+	var delivered float64 // kept across modes, as OB-UDPST does when one has nothing sent
+	for i := range modes {
+		t := &c.sums[i]
+		sent := float64(t.dgrams) + float64(t.loss)
+		dvAvg, rate, intf := t.dvSum, t.rateSum, t.intfSum
+		if sent > 0 && t.samples > 0 {
+			if c.opt.LossRatio {
+				delivered = float64(t.loss) / sent
+			} else {
+				delivered = float64(t.dgrams) * 100 / sent
+			}
+			dvAvg = avg(t.dvSum, t.samples)
+			rate /= float64(t.samples)
+			intf /= float64(t.samples)
+		}
+		rttAvg := t.rttSum
+		if t.rttCnt > 0 {
+			rttAvg = avg(t.rttSum, t.rttCnt)
+		}
+		if c.text() {
+			c.write(summaryLine(pre, dir, label("Summary", i), &summaryText{
+				delivered: delivered, loss: t.loss, ooo: t.ooo, dup: t.dup, ce: t.ce,
+				dv: [3]uint32{t.dvMin, dvAvg, t.dvMax}, rtt: [3]uint32{t.rttMin, rttAvg, t.rttMax}, mbps: rate,
+			}, c.opt.LossRatio, c.ceOn()))
+		}
+		q := quality{Loss: t.loss, Ooo: t.ooo, Dup: t.dup, CE: t.ce,
+			PDVMin: ms(t.dvMin), PDVAvg: ms(dvAvg), PDVMax: ms(t.dvMax), PDVRange: ms(t.dvMax - t.dvMin),
+			RTTMin: ms(t.rttMin), RTTAvg: ms(rttAvg), RTTMax: ms(t.rttMax), RTTRange: ms(t.rttMax - t.rttMin)}
+		if sent > 0 {
+			q.Delivered = float64(t.dgrams) * 100 / sent
+			q.LossRatio = float64(t.loss) / sent
+			q.ReorderedRatio = float64(t.ooo) / sent
+			q.ReplicatedRatio = float64(t.dup) / sent
+		}
+		if t.dgrams > 0 {
+			q.CEPercent = float64(t.ce) * 100 / float64(t.dgrams)
+		}
+		r.summary = append(r.summary, summaryResult{
+			Mode: i + 1, Intervals: last[i] - first[i] + 1, Active: c.active, Q: q,
+			Capacity: rate, IntfMbps: intf,
+			MinOneway: float64(a.clockDeltaMin) / 1000, MinRTT: ms(rttMinimum),
+		})
+	}
+	if c.text() {
+		c.write(minimumLine(pre, dir, a.clockDeltaMin, rttMinimum, c.active))
+	}
+	for i := range modes {
+		mx := &c.maxes[i]
+		if c.text() {
+			c.write(maximumLine(pre, dir, label("Maximum", i), mx.l3, mx.l2, mx.l1, mx.l0))
+		}
+		s := mx.rec.shown()
+		r.max = append(r.max, maxResult{
+			Mode: i + 1, Intervals: last[i] - first[i] + 1, Wall: mx.wall, Active: mx.active,
+			Q: mx.rec.quality(s, mx.rttAvg), Capacity: mx.l3, L2: mx.l2, L1: mx.l1, L0: mx.l0,
+			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
+		})
+	}
+}

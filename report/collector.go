@@ -1,0 +1,287 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// Collector gathers a client run's results and writes them in OB-UDPST's
+// formats: text lines live as they happen, and at Finish either the final
+// text lines or the JSON document. It also keeps the ErrorStatus.
+//
+// All methods are safe for concurrent use; connections may report from
+// their own goroutines.
+type Collector struct {
+	mu   sync.Mutex
+	w    io.Writer
+	opt  Options
+	werr error // first write error, returned by Finish
+
+	errorState
+	res      results
+	active   int  // active Test Connections (5.2)
+	failed   bool // fewer than the minimum: no Summary, no results
+	finished bool
+
+	conns map[int]int // Sub-Intervals output per connection
+	agg   aggregate
+	sums  [2]summaryAcc
+	maxes [2]maxAcc
+}
+
+// New returns a Collector writing to w (standard output for the client).
+// Connection counts below 1 are taken as 1 (OB-UDPST's -C default).
+func New(w io.Writer, opt Options) *Collector {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	opt.Connections = max(opt.Connections, 1)
+	opt.MinConnections = max(opt.MinConnections, 1)
+	c := &Collector{w: w, opt: opt, errorState: newErrorState(), active: opt.Connections, conns: map[int]int{}}
+	c.agg.reset()
+	return c
+}
+
+func (c *Collector) now() int64 { return c.opt.Now().UnixNano() }
+
+func (c *Collector) text() bool { return c.opt.Format == FormatText }
+
+func (c *Collector) write(s string) {
+	if c.werr == nil {
+		_, c.werr = io.WriteString(c.w, s)
+	}
+}
+
+// prefix is OB-UDPST's verbose "[i]" for slot i ("" without -v).
+func (c *Collector) prefix(slot int) string {
+	if !c.opt.Verbose {
+		return ""
+	}
+	return fmt.Sprintf("[%d]", slot)
+}
+
+// Banner prints our own banner line (text mode only). The name and version
+// are ours; OB-UDPST's banner is not imitated.
+func (c *Collector) Banner(name, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.text() {
+		c.write(banner(name, version))
+	}
+}
+
+// Activate records the parameters of the first Test Connection whose
+// activation succeeded: they become the JSON "Input", and BOMTime is now.
+// It reports whether this was the first call; later calls change nothing.
+func (c *Collector) Activate(info TestInfo) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.res.info != nil {
+		return false
+	}
+	info.Hosts = append([]Host(nil), info.Hosts...)
+	c.res.info = &info
+	c.res.bom = c.now()
+	return true
+}
+
+// WriteHeader prints the two test header lines of OB-UDPST (text mode
+// only, after Activate); conn is the activated connection (0-based), used
+// for the verbose prefix.
+func (c *Collector) WriteHeader(conn int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.text() && c.res.info != nil {
+		c.write(headerLines(c.res.info, c.prefix(conn+1)))
+	}
+}
+
+// Warning records a warning (code 1..49) and its full text, as OB-UDPST
+// prints it (with the " [Server ip:port]" suffix where it adds one). It
+// overwrites the ErrorStatus.
+func (c *Collector) Warning(code int, msg string) { c.message(code, msg) }
+
+// Error records a setup, activation or other error (code >= 50) and its
+// full text; it overwrites the ErrorStatus.
+func (c *Collector) Error(code int, msg string) { c.message(code, msg) }
+
+// Alert records a line OB-UDPST prints on its error console without
+// changing the ErrorStatus (ALERT lines): in JSON it still becomes the
+// ErrorMessage.
+func (c *Collector) Alert(msg string) { c.message(-1, msg) }
+
+func (c *Collector) message(code int, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.say(code, msg)
+}
+
+// say sets the status (code >= 0), keeps the message and prints it in text
+// mode; the caller holds the lock.
+func (c *Collector) say(code int, msg string) {
+	if code >= 0 {
+		c.set(code)
+	}
+	c.record(msg)
+	if c.text() {
+		c.write(msg + "\n")
+	}
+}
+
+// ConnEnded reports that a Test Connection ended. normal is the stop
+// handshake at the end of the test: a status > 49 becomes 0 (success),
+// a warning is kept, and the active count is unchanged. Any other end
+// (setup failure, timeout, watchdog, socket failure) lowers the active
+// count, and may complete the pending aggregate Sub-Interval.
+func (c *Collector) ConnEnded(normal bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if normal {
+		c.stopped()
+		return
+	}
+	if c.active > 0 {
+		c.active--
+	}
+	c.poll(0)
+}
+
+// CheckMinConnections applies OB-UDPST's minimum-connections rule: with
+// fewer active Test Connections than Options.MinConnections it prints
+// "ERROR: Minimum required connections (n) unavailable", sets ErrorStatus
+// 200 unless an error (> 49) is already recorded, and reports true; the
+// run then ends without Summary, Maximum or JSON results. Later calls
+// report true without repeating the message.
+func (c *Collector) CheckMinConnections() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed {
+		return true
+	}
+	if c.active >= c.opt.MinConnections {
+		return false
+	}
+	c.failed = true
+	c.say(-1, fmt.Sprintf("ERROR: Minimum required connections (%d) unavailable", c.opt.MinConnections))
+	c.minConns()
+	return true
+}
+
+// Active returns the number of active Test Connections.
+func (c *Collector) Active() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active
+}
+
+// ErrorStatus returns OB-UDPST's ErrorStatus, also the exit status.
+func (c *Collector) ErrorStatus() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Add takes one Test Connection's completed Sub-Interval (conn is the
+// 0-based connection index). It merges it into the aggregate Sub-Interval
+// and emits the aggregate (text: prints its line) when every active
+// connection contributed, or first when this connection already
+// contributed to the pending one (another connection is late or failed).
+// A connection's results beyond NumberTestSubIntervals are ignored.
+//
+// When the Load Sender skipped Bursts in an aggregate Sub-Interval
+// (SkippedBursts, our own figure), text mode prints one extra line after
+// OB-UDPST's, "Sub-Interval[n]: sender skipped k Bursts (p % of plan)", and
+// JSON gets the totals under the separate top-level key "udpstp"; OB-UDPST's
+// lines and keys stay exactly as they are.
+func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed || c.finished {
+		return
+	}
+	wall := r.Wall
+	if wall == 0 {
+		wall = c.now()
+	}
+	n := c.conns[conn]
+	if n > c.agg.count {
+		c.emit(wall) // this connection has started the next Sub-Interval
+	}
+	if c.res.info != nil && n >= c.res.info.subIntervals() {
+		return
+	}
+	n++
+	c.conns[conn] = n
+	rec := recordOf(&r)
+	ipv6 := c.res.info != nil && c.res.info.IPv6
+	l3 := rec.rate(overheadL3, ipv6)
+	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
+		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
+	}
+	c.agg.add(&r, &rec, l3, ipv6)
+	c.poll(wall)
+}
+
+// poll is OB-UDPST's 10 ms aggregate check, run whenever something changed:
+// the aggregate is emitted once as many connections contributed as are
+// active.
+func (c *Collector) poll(wall int64) {
+	if c.failed || c.agg.contrib == 0 || c.agg.contrib < c.active {
+		return
+	}
+	if wall == 0 {
+		wall = c.now()
+	}
+	c.emit(wall)
+}
+
+func (c *Collector) ceOn() bool { return c.res.info != nil && c.res.info.CEThresh > 0 }
+
+// Finish completes the run: it emits a pending aggregate Sub-Interval,
+// computes Summary and Maximum (when at least one Sub-Interval was output
+// and the run did not fail for lack of connections) and writes the final
+// text lines, or the whole JSON document followed by a newline. It returns
+// the first error writing to the output. An interrupted run (SIGINT) should
+// not call it: OB-UDPST then prints no results and exits with 255.
+func (c *Collector) Finish() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return c.werr
+	}
+	c.finished = true
+	if !c.failed {
+		if c.agg.contrib > 0 {
+			c.emit(c.now())
+		}
+		if c.agg.count > 0 {
+			c.conclude()
+		}
+	}
+	c.res.eom = c.now()
+	if !c.text() {
+		c.write(string(c.document(c.opt.Format)) + "\n")
+	}
+	return c.werr
+}
+
+// Document renders the JSON document (after Finish) in the JSON format f,
+// whatever format was printed: for a results file next to text output.
+func (c *Collector) Document(f Format) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f == FormatText {
+		f = FormatJSON
+	}
+	return append(c.document(f), '\n')
+}
+
+// document renders the results with the current ErrorStatus and messages.
+func (c *Collector) document(f Format) []byte {
+	c.res.status, c.res.msg, c.res.msg2 = c.status, c.msg, c.msg2
+	return render(c.res.document(f, c.opt.NoSubInt), f == FormatJSONFormatted)
+}
