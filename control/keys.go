@@ -252,5 +252,5 @@ func NewServerKeys(single string, file *KeyFile) (*ServerKeys, error) {
 // Configured reports whether the server has any key, which makes
 // authentication mandatory for its clients.
 func (k *ServerKeys) Configured() bool {
-	return k.File.Len() > 0 || len(k.Single) > 0
+	return k != nil && (k.File.Len() > 0 || len(k.Single) > 0)
 }

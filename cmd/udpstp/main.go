@@ -5,6 +5,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes shared by every subcommand. exitConfig matches OB-UDPST, which
-// exits 50 on any command-line or configuration error.
+// Exit codes shared by every subcommand. exitConfig and exitKeyFile match
+// OB-UDPST, which exits 50 on any command-line or configuration error and
+// 51 on a key file error.
 const (
 	exitFailure = 1
 	exitConfig  = 50
+	exitKeyFile = 51
 )
 
 func newApp() *cli.App {
@@ -25,7 +28,7 @@ func newApp() *cli.App {
 		Usage:                "UDP Speed Test Protocol (RFC 9946) server and client",
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands:             []*cli.Command{ratesCommand()},
+		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), versionCommand()},
 		OnUsageError:         usageError,
 		Action:               unknownCommand,
 		// Errors come back from Run and main reports them. Without this
@@ -38,7 +41,18 @@ func newApp() *cli.App {
 // usageError turns a flag parsing error into a configuration error so that it
 // is reported as one line with exit code 50 instead of cli's usage dump.
 // Commands set it as their OnUsageError too.
-func usageError(_ *cli.Context, err error, _ bool) error {
+//
+// The one exception is -h: help is --help only, because -h is OB-UDPST's
+// high-speed delta on the client (see flags.go), and Go's flag package
+// answers an undefined -h with flag.ErrHelp. Where -h means nothing else,
+// help is what was asked for, so it is shown as before.
+func usageError(c *cli.Context, err error, isSubcommand bool) error {
+	if errors.Is(err, flag.ErrHelp) {
+		if isSubcommand {
+			return cli.ShowSubcommandHelp(c)
+		}
+		return cli.ShowAppHelp(c)
+	}
 	return cli.Exit(err.Error(), exitConfig)
 }
 

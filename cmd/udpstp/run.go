@@ -1,0 +1,56 @@
+package main
+
+// The seam between the command lines and the work: the Actions of
+// `udpstp server` and `udpstp client` build a control config and hand it
+// to runServer or runClient, which are variables so that tests can see
+// exactly what a command line produced without running a test.
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/control"
+)
+
+// localOptions are settings of this process that control's configs do not
+// carry (yet). Fields move into control.ServerConfig/ClientConfig when the
+// code that uses them lives there.
+type localOptions struct {
+	NoGSO bool // --no-gso: send without UDP_SEGMENT
+}
+
+// runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
+var runServer = func(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
+	return cli.Exit("udpstp server: not implemented yet", 1)
+}
+
+// runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
+var runClient = func(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int { return 255 }
+
+// signalContext is cancelled by SIGINT or SIGTERM, so that a test or a
+// server stops cleanly and reports instead of dying mid-write.
+func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+}
+
+// startServer runs the server with cfg until it ends.
+func startServer(c *cli.Context, cfg *control.ServerConfig, lo localOptions) error {
+	ctx, stop := signalContext(c)
+	defer stop()
+	return runServer(ctx, cfg, lo)
+}
+
+// startClient runs the test of cfg and exits with its ErrorStatus; the
+// client has printed its own messages, so the exit carries none.
+func startClient(c *cli.Context, cfg *control.ClientConfig, lo localOptions) error {
+	ctx, stop := signalContext(c)
+	defer stop()
+	if status := runClient(ctx, cfg, lo); status != 0 {
+		return cli.Exit("", status)
+	}
+	return nil
+}
