@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// A dual-stack socket (AF_INET6 with IPV6_V6ONLY=0) talks to IPv4 peers
+// through IPv4-mapped IPv6 addresses (::ffff:a.b.c.d, RFC 4291 2.5.5.2).
+// Callers of this package only ever see plain IPv4 addresses for IPv4 peers:
+// addresses going into an AF_INET6 socket are mapped, addresses coming out
+// are unmapped.
+
+// IsIPv4Peer reports whether a is an IPv4 peer: a plain IPv4 address, or an
+// IPv4-mapped IPv6 address. Its datagrams travel in IPv4 packets, which
+// decides the header overhead, the GSO size limit and IP_TOS vs IPV6_TCLASS.
+func IsIPv4Peer(a netip.AddrPort) bool {
+	return a.Addr().Is4() || a.Addr().Is4In6()
+}
+
+// unmapAddrPort returns a with an IPv4-mapped address turned into plain
+// IPv4, as callers expect to see it.
+func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
+	if a.Addr().Is4In6() {
+		return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	}
+	return a
+}
+
+// addrForSocket converts a peer address for a socket of the given family:
+// on an AF_INET6 socket a plain IPv4 address is mapped; on an AF_INET
+// socket an IPv4-mapped address is unmapped and an IPv6 address refused.
+func addrForSocket(a netip.AddrPort, v6sock bool) (netip.AddrPort, error) {
+	ip := a.Addr()
+	if !ip.IsValid() {
+		return netip.AddrPort{}, fmt.Errorf("invalid address %v", a)
+	}
+	if v6sock {
+		if ip.Is4() {
+			return netip.AddrPortFrom(netip.AddrFrom16(ip.As16()), a.Port()), nil
+		}
+		return a, nil
+	}
+	if ip.Is4In6() {
+		return netip.AddrPortFrom(ip.Unmap(), a.Port()), nil
+	}
+	if !ip.Is4() {
+		return netip.AddrPort{}, fmt.Errorf("IPv6 address %v on an IPv4 socket", a)
+	}
+	return a, nil
+}
+
+// bindPlan is what OpenUDP binds: the socket family, IPV6_V6ONLY, and the
+// address in the family's form.
+type bindPlan struct {
+	v6     bool
+	v6only bool
+	addr   netip.AddrPort
+}
+
+// planBind chooses the socket family for laddr and o:
+//
+//   - Family 4: AF_INET; laddr must be IPv4 (plain or mapped) or unset
+//     (0.0.0.0).
+//   - Family 6: AF_INET6 with IPV6_V6ONLY=1; laddr must not be plain IPv4;
+//     unset means [::].
+//   - Family 0: AF_INET for a plain IPv4 laddr; otherwise AF_INET6 with
+//     IPV6_V6ONLY=o.V6Only, so an unset or unspecified laddr binds [::]
+//     dual-stack.
+func planBind(laddr netip.AddrPort, o SocketOptions) (bindPlan, error) {
+	ip := laddr.Addr()
+	port := laddr.Port()
+	switch o.Family {
+	case 4:
+		switch {
+		case !ip.IsValid():
+			ip = netip.IPv4Unspecified()
+		case ip.Is4In6():
+			ip = ip.Unmap()
+		case !ip.Is4():
+			return bindPlan{}, fmt.Errorf("IPv4 socket: local address %v is IPv6", laddr)
+		}
+		return bindPlan{addr: netip.AddrPortFrom(ip, port)}, nil
+	case 6:
+		switch {
+		case !ip.IsValid():
+			ip = netip.IPv6Unspecified()
+		case ip.Is4():
+			return bindPlan{}, fmt.Errorf("IPv6 socket: local address %v is IPv4", laddr)
+		}
+		return bindPlan{v6: true, v6only: true, addr: netip.AddrPortFrom(ip, port)}, nil
+	case 0:
+		switch {
+		case !ip.IsValid():
+			ip = netip.IPv6Unspecified()
+		case ip.Is4():
+			return bindPlan{addr: laddr}, nil
+		}
+		return bindPlan{v6: true, v6only: o.V6Only, addr: netip.AddrPortFrom(ip, port)}, nil
+	}
+	return bindPlan{}, fmt.Errorf("socket family %d: want 4, 6 or 0", o.Family)
+}

@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"unsafe"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+	"golang.org/x/sys/unix"
+)
+
+// The Data Phase batch calls. Neither allocates: the message arrays live in
+// the Socket, the datagrams in the executor's SendBuffer and RecvBatch, and
+// control messages are built and parsed in place (unix.ParseSocketControlMessage
+// allocates a slice per call, x/net's ReadBatch two objects per datagram).
+
+var (
+	cmsgHdrLen   = unix.CmsgLen(0)   // offset of a control message's data
+	segCtlLen    = unix.CmsgSpace(2) // one UDP_SEGMENT control message (u16)
+	rctlLen      = rctlWords * 8
+	sizeTimespec = int(unsafe.Sizeof(unix.Timespec{}))
+)
+
+// recvFlags: MSG_DONTWAIT so an empty socket returns EAGAIN at once, and
+// MSG_TRUNC, with which Linux returns a UDP datagram's real length in
+// msg_len even when it was cut to the buffer (udp_recvmsg: "if (flags &
+// MSG_TRUNC) err = ulen"). Header-only reads copy 208 bytes, not 9 KB.
+const recvFlags = unix.MSG_DONTWAIT | unix.MSG_TRUNC
+
+func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
+	n := b.N
+	if n <= 0 {
+		return 0, nil
+	}
+	if n > len(b.Dgrams) {
+		return 0, fmt.Errorf("send plan of %d datagrams, at most %d", n, len(b.Dgrams))
+	}
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	x.lastBackpressure = 0
+	if x.fd < 0 {
+		return 0, net.ErrClosed
+	}
+	if !s.peer.IsValid() {
+		return 0, ErrNotConnected
+	}
+	next := 0     // first datagram the kernel has not taken
+	calls := 0    // sendmmsg calls that took something
+	gsoMsgs := 0  // GSO messages among what they took
+	retried := -1 // datagram whose send was retried after ECONNREFUSED
+	mtuReplanned := false
+	defer func() {
+		if calls > 0 {
+			s.stats.sendCalls.Add(uint64(calls))
+		}
+		if gsoMsgs > 0 {
+			s.stats.gsoMsgs.Add(uint64(gsoMsgs))
+		}
+		if next > 0 {
+			s.stats.sentDgrams.Add(uint64(next))
+		}
+	}()
+replan:
+	for next < n {
+		nm := s.buildMessages(b, next)
+		for m := 0; m < nm; {
+			var k int
+			var e unix.Errno
+			if x.sendFn == nil {
+				k, e = sendmmsg(x.fd, x.msgs[m:nm])
+			} else {
+				k, e = x.sendFn(x.fd, x.msgs[m:nm])
+			}
+			if e == 0 && k == 0 {
+				e = unix.EAGAIN // not expected with vlen > 0; never spin on it
+			}
+			if e == 0 {
+				calls++
+				for _, r := range x.runs[m : m+k] {
+					if r.segSize > 0 {
+						gsoMsgs++
+					}
+				}
+				m += k
+				r := x.runs[m-1]
+				next = x.runBase + r.start + r.count
+				continue
+			}
+			r := x.runs[m]
+			switch {
+			case e == unix.EINTR:
+				continue
+			case isBackpressure(e):
+				x.lastBackpressure = e
+				s.stats.backpressure.Add(1)
+				s.stats.refused.Add(uint64(n - next))
+				return next, nil
+			case e == unix.ECONNREFUSED:
+				// An ICMP port unreachable for an earlier datagram set the
+				// socket's error, and this send returned it instead of
+				// sending (sock_alloc_send_pskb checks sk_err first), which
+				// also cleared it: the retry normally goes out. A second
+				// refusal in a row means new ICMP errors keep coming; the
+				// message is then counted as sent (to a peer that is gone),
+				// so a dead peer cannot hold the executor here.
+				s.stats.connRefused.Add(1)
+				if retried != next {
+					retried = next
+					continue
+				}
+				m++
+				next = x.runBase + r.start + r.count
+			case r.segSize > 0 && isGSORefusal(e):
+				s.stats.gsoRefusals.Add(1)
+				if e == unix.EMSGSIZE && !mtuReplanned {
+					// The path MTU may have fallen below the segment size
+					// (an ICMP fragmentation needed / packet too big since
+					// Connect). Then the replan sends these datagrams
+					// without GSO and GSO stays on; once per call, so an
+					// MTU that keeps changing cannot loop.
+					mtuReplanned = true
+					old := x.mtu.Load()
+					s.refreshMTU()
+					if x.mtu.Load() != old && r.segSize > s.mtuPayload() {
+						continue replan
+					}
+				}
+				s.disableGSO(e, r)
+				continue replan
+			default:
+				if e == unix.EMSGSIZE {
+					s.refreshMTU()
+				}
+				return next, fmt.Errorf("send %d-byte datagram to %v: %w", b.Dgrams[next].Len, s.peer, os.NewSyscallError("sendmmsg", e))
+			}
+		}
+	}
+	return next, nil
+}
+
+// disableGSO turns GSO off for good after the kernel refused a GSO message,
+// and says so once.
+func (s *Socket) disableGSO(e unix.Errno, r gsoRun) {
+	if s.gso.Swap(false) && s.OnGSODisabled != nil {
+		s.OnGSODisabled(fmt.Sprintf("UDP GSO turned off for %v -> %v: the kernel refused %d segments of %d bytes (%v); sending without GSO",
+			s.laddr, s.peer, r.count, r.segSize, e))
+	}
+}
+
+// sendmmsg sends msgs on fd. The socket is non-blocking, so no flags.
+func sendmmsg(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// buildMessages plans datagrams [from, b.N) of b into messages (planGSO)
+// and fills the message, iovec and control arrays; it returns the number of
+// messages.
+func (s *Socket) buildMessages(b *dataphase.SendBuffer, from int) int {
+	x := &s.sys
+	maxSegs := 1
+	if s.gso.Load() {
+		maxSegs = udpMaxSegments
+	}
+	maxBytes, _ := gsoLimits(x.peer4)
+	if x.gsoMaxBytes > 0 {
+		maxBytes = x.gsoMaxBytes
+	}
+	runs := planGSO(b.Dgrams[from:b.N], maxSegs, maxBytes, s.mtuPayload(), x.runs[:0])
+	x.runBase = from
+	iov := 0
+	for m, r := range runs {
+		first := iov
+		for i := from + r.start; i < from+r.start+r.count; i++ {
+			iov = s.datagramIovecs(b, i, iov)
+		}
+		h := &x.msgs[m].Hdr
+		h.Iov = nil
+		if iov > first {
+			h.Iov = &x.iovs[first]
+		}
+		h.SetIovlen(iov - first)
+		if r.segSize > 0 {
+			ctl := cmsgBytes(x.segCtl[m][:])
+			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+			c.Level = unix.IPPROTO_UDP // SOL_UDP
+			c.Type = unix.UDP_SEGMENT
+			c.SetLen(unix.CmsgLen(2))
+			*(*uint16)(unsafe.Pointer(&ctl[cmsgHdrLen])) = uint16(r.segSize)
+			h.Control = &ctl[0]
+			h.SetControllen(segCtlLen)
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+		x.msgs[m].Len = 0
+	}
+	return len(runs)
+}
+
+// datagramIovecs points iovecs iov and iov+1 at datagram i of b: its slot
+// and its filler. It returns the next free iovec.
+func (s *Socket) datagramIovecs(b *dataphase.SendBuffer, i, iov int) int {
+	x := &s.sys
+	d := b.Dgrams[i]
+	l, h := int(d.Len), int(d.HdrLen)
+	slot := b.Slot(i)
+	if h > l { // a header longer than the datagram: send what Len allows
+		slot, h = slot[:l], l
+	}
+	fill := l - h
+	if b.RandomFill && fill > 0 {
+		// Fresh bytes right after the header, in the slot's spare room
+		// (a slot is SlotLen bytes; Slot returns only its header, but its
+		// capacity runs on, and the executor owns the buffer).
+		if k := min(fill, freshFill); h+k <= dataphase.SlotLen {
+			slot = slot[:h+k]
+			x.fill.rng.fillRandom(slot[h:])
+			fill -= k
+		}
+	}
+	if len(slot) > 0 {
+		x.iovs[iov].Base = &slot[0]
+		x.iovs[iov].SetLen(len(slot))
+		iov++
+	}
+	if fill > 0 {
+		var src []byte
+		if b.RandomFill {
+			src = x.fill.window(fill)
+		} else {
+			src = zeroFill[:fill]
+		}
+		x.iovs[iov].Base = &src[0]
+		x.iovs[iov].SetLen(fill)
+		iov++
+	}
+	return iov
+}
+
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
+	b.N = 0
+	n := min(limit, dataphase.MaxRecv)
+	if n <= 0 {
+		return nil
+	}
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	if x.rbatch != b {
+		x.rbatch, x.rready = b, 0
+	}
+	// The kernel writes msg_len, msg_controllen and msg_flags of the
+	// messages it fills; the rest stays set up from earlier calls.
+	for i := x.rready; i < n; i++ {
+		buf := b.Buf(i)
+		x.riovs[i].Base = &buf[0]
+		x.riovs[i].SetLen(len(buf))
+		h := &x.rmsgs[i].Hdr
+		h.Iov = &x.riovs[i]
+		h.SetIovlen(1)
+		h.Control = (*byte)(unsafe.Pointer(&x.rctl[i][0]))
+		h.SetControllen(rctlLen)
+		h.Flags = 0
+	}
+	x.rready = max(x.rready, n)
+	var got int
+	refused := false
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(x.fd), uintptr(unsafe.Pointer(&x.rmsgs[0])), uintptr(n), recvFlags, 0, 0)
+		if e == 0 {
+			got = int(r)
+			break
+		}
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return nil
+		case unix.ECONNREFUSED:
+			// A pending ICMP port unreachable, reported and cleared by
+			// this read; what is queued behind it is still to be read.
+			s.stats.connRefused.Add(1)
+			if !refused {
+				refused = true
+				continue
+			}
+			return nil
+		}
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvmmsg", e))
+	}
+	if got <= 0 {
+		return nil
+	}
+	b.Pair = clock.Now()
+	for i := 0; i < got; i++ {
+		m := &x.rmsgs[i]
+		d := &b.Dgrams[i]
+		*d = dataphase.InDatagram{Len: int(m.Len), Time: b.Pair.Mono}
+		if cl := int(m.Hdr.Controllen); cl > 0 {
+			parseRecvCmsgs(cmsgBytes(x.rctl[i][:])[:min(cl, rctlLen)], b.Pair, d)
+		}
+		m.Hdr.SetControllen(rctlLen)
+		m.Hdr.Flags = 0
+	}
+	b.N = got
+	s.stats.recvCalls.Add(1)
+	s.stats.recvDgrams.Add(uint64(got))
+	return nil
+}
+
+// parseRecvCmsgs walks a received control buffer in place and fills d's
+// receive time and TOS.
+func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) {
+	for len(ctl) >= cmsgHdrLen {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+		l := int(c.Len)
+		if l < cmsgHdrLen || l > len(ctl) {
+			return
+		}
+		data := ctl[cmsgHdrLen:l]
+		switch {
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SCM_TIMESTAMPNS && len(data) >= sizeTimespec:
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
+			if wall := ts.Nano(); wall != 0 {
+				d.Time = pair.MonoAt(wall)
+			}
+		case c.Level == unix.IPPROTO_IP && c.Type == unix.IP_TOS && len(data) >= 1:
+			// One byte (ip_cmsg_recv_tos; quic-go 6239effc7).
+			d.TOS, d.HasTOS = data[0], true
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
+			// A native-endian int (quic-go 21e5646e5).
+			d.TOS, d.HasTOS = uint8(*(*int32)(unsafe.Pointer(&data[0]))), true
+		}
+		sp := unix.CmsgSpace(l - cmsgHdrLen)
+		if sp >= len(ctl) {
+			return
+		}
+		ctl = ctl[sp:]
+	}
+}

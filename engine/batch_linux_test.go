@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// The kernel receive timestamp is the arrival, not the read: a datagram
+// read 30 ms after it arrived carries a time 30 ms before the batch's pair.
+func TestKernelTimestamp(t *testing.T) {
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{})
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 1, 0, 100, 100)
+	before := clock.Now()
+	if _, err := a.SendBatch(&sb); err != nil {
+		t.Fatal(err)
+	}
+	after := clock.Now()
+	time.Sleep(30 * time.Millisecond)
+	if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
+		t.Fatal(err)
+	}
+	if rb.N != 2 {
+		t.Fatalf("read %d", rb.N)
+	}
+	for i := 0; i < rb.N; i++ {
+		d := rb.Dgrams[i]
+		age := rb.Pair.Mono.Sub(d.Time)
+		// Loopback delivers within the sendmmsg call; allow for the
+		// REALTIME/RAW conversion (two pairs a few µs wide each).
+		if d.Time < before.Mono-clock.Time(100*time.Microsecond) || d.Time > after.Mono+clock.Time(100*time.Microsecond) {
+			t.Fatalf("datagram %d: time %d not within the send [%d, %d]", i, d.Time, before.Mono, after.Mono)
+		}
+		if age < 29*time.Millisecond {
+			t.Fatalf("datagram %d: age %v at read, want >= 30 ms", i, age)
+		}
+	}
+}
+
+func TestRecvTOS(t *testing.T) {
+	type tc struct {
+		name           string
+		server, client string
+		so             SocketOptions
+		ipv4           bool
+	}
+	cases := []tc{
+		{"IPv4", "127.0.0.1:0", "127.0.0.1:0", SocketOptions{}, true},
+		{"IPv6", "[::1]:0", "[::1]:0", SocketOptions{Family: 6}, false},
+		// The dual-stack cases: an AF_INET6 socket talking to an
+		// IPv4-mapped peer must mark with IP_TOS and read IP_TOS cmsgs.
+		{"dual-stack server, IPv4 client", "", "127.0.0.1:0", SocketOptions{}, true},
+		{"dual-stack both ends, IPv4 path", "", "", SocketOptions{}, true},
+		{"dual-stack server, IPv6 client", "", "[::1]:0", SocketOptions{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.ipv4 && !hasIPv6(t) {
+				t.Skip("no IPv6")
+			}
+			var sa, ca netip.AddrPort
+			if c.server != "" {
+				sa = netip.MustParseAddrPort(c.server)
+			}
+			if c.client != "" {
+				ca = netip.MustParseAddrPort(c.client)
+			}
+			srv := mustOpen(t, sa, c.so)
+			cli := mustOpen(t, ca, c.so)
+			lo := func(s *Socket) netip.AddrPort {
+				if c.ipv4 {
+					return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), s.LocalAddr().Port())
+				}
+				return loopbackOf(s)
+			}
+			mustConnect(t, srv, lo(cli))
+			mustConnect(t, cli, lo(srv))
+			if IsIPv4Peer(srv.Peer()) != c.ipv4 {
+				t.Fatalf("peer %v", srv.Peer())
+			}
+			// Both directions: the server marks Load PDUs, the client
+			// marks Status PDUs.
+			for _, dir := range []struct {
+				from, to *Socket
+				tos      uint8
+			}{{srv, cli, 0xb8}, {cli, srv, 0x2a}} {
+				if err := dir.from.SetTOS(dir.tos, c.ipv4); err != nil {
+					t.Fatal(err)
+				}
+				if err := dir.to.EnableRecvTOS(c.ipv4); err != nil {
+					t.Fatal(err)
+				}
+				var sb dataphase.SendBuffer
+				var rb dataphase.RecvBatch
+				fillPlan(&sb, 2, 0, lens(3, 1000)...)
+				if _, err := dir.from.SendBatch(&sb); err != nil {
+					t.Fatal(err)
+				}
+				got := recvAll(t, dir.to, &rb, 3, func(rb *dataphase.RecvBatch) {
+					for i := 0; i < rb.N; i++ {
+						if d := rb.Dgrams[i]; !d.HasTOS || d.TOS != dir.tos {
+							t.Fatalf("datagram %d: TOS %#x (has %v), want %#x", i, d.TOS, d.HasTOS, dir.tos)
+						}
+					}
+				})
+				if got != 3 {
+					t.Fatalf("received %d", got)
+				}
+			}
+		})
+	}
+}
+
+// IPV6_TCLASS alone does not mark IPv4 packets sent from an AF_INET6
+// socket: that is why SetTOS uses IP_TOS for IPv4 peers.
+func TestTOSDualStackNeedsIPTOS(t *testing.T) {
+	srv := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	cli := mustOpen(t, netip.AddrPort{}, SocketOptions{})
+	mustConnect(t, cli, srv.LocalAddr())
+	mustConnect(t, srv, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), cli.LocalAddr().Port()))
+	if err := srv.EnableRecvTOS(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.SetTOS(0xb8, false); err != nil { // IPV6_TCLASS
+		t.Fatal(err)
+	}
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 3, 0, 100)
+	if _, err := cli.SendBatch(&sb); err != nil {
+		t.Fatal(err)
+	}
+	recvAll(t, srv, &rb, 1, func(rb *dataphase.RecvBatch) {
+		if d := rb.Dgrams[0]; d.TOS == 0xb8 {
+			t.Logf("this kernel marks IPv4-mapped traffic from IPV6_TCLASS too")
+		} else {
+			t.Logf("IPV6_TCLASS on a dual-stack socket leaves IPv4 TOS at %#x, as expected", d.TOS)
+		}
+	})
+}
+
+func TestGSORefusalFallsBack(t *testing.T) {
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
+	if !a.GSOEnabled() {
+		t.Skip("no GSO")
+	}
+	var msgs []string
+	a.OnGSODisabled = func(m string) { msgs = append(msgs, m) }
+	// Lift the planner's total-payload limit above the kernel's: the
+	// kernel refuses 60 x 1,100 = 66,000 bytes (EMSGSIZE).
+	a.sys.gsoMaxBytes = 70000
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	for round := 0; round < 2; round++ {
+		fillPlan(&sb, 4, 0, lens(60, 1100)...)
+		sent, err := a.SendBatch(&sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent != 60 {
+			t.Fatalf("round %d: sent %d", round, sent)
+		}
+		if got := recvAll(t, b, &rb, 60, func(*dataphase.RecvBatch) {}); got != 60 {
+			t.Fatalf("round %d: received %d", round, got)
+		}
+	}
+	st := a.Stats()
+	if a.GSOEnabled() || st.GSO || st.GSORefusals != 1 {
+		t.Fatalf("after a refusal: GSOEnabled %v, stats %+v", a.GSOEnabled(), st)
+	}
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "GSO turned off") {
+		t.Fatalf("hook messages %q", msgs)
+	}
+	t.Log(msgs[0])
+}
+
+// ECONNREFUSED from an earlier ICMP port unreachable: the send that reports
+// it did not go out, and the retry does.
+func TestConnRefusedRetry(t *testing.T) {
+	a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	tmp := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	port := tmp.LocalAddr()
+	tmp.Close()
+	mustConnect(t, a, port)
+	var sb dataphase.SendBuffer
+	fillPlan(&sb, 5, 0, 100)
+	if _, err := a.SendBatch(&sb); err != nil {
+		t.Fatal(err)
+	}
+	// The ICMP error sets the socket's error; POLLERR says so.
+	fds := []waitFD{{sock: a}}
+	end := time.Now().Add(2 * time.Second)
+	for !fds[0].errored && time.Now().Before(end) {
+		if err := wait(fds, nil, clock.Mono().Add(100*time.Millisecond), clock.Mono()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fds[0].errored {
+		t.Fatal("no POLLERR after the port unreachable")
+	}
+	// Now someone listens there, and the next plan must arrive whole.
+	l := mustOpen(t, port, SocketOptions{})
+	fillPlan(&sb, 5, 10, 100, 100, 100)
+	sent, err := a.SendBatch(&sb)
+	if err != nil || sent != 3 {
+		t.Fatalf("sent %d, %v", sent, err)
+	}
+	var rb dataphase.RecvBatch
+	if got := recvAll(t, l, &rb, 3, func(*dataphase.RecvBatch) {}); got != 3 {
+		t.Fatalf("received %d of 3", got)
+	}
+	if st := a.Stats(); st.ConnRefused != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A pending socket error raises POLLERR until it is read; clearError reads
+// it, so the executor does not spin.
+func TestPollErrCleared(t *testing.T) {
+	a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	tmp := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	port := tmp.LocalAddr()
+	tmp.Close()
+	mustConnect(t, a, port)
+	var sb dataphase.SendBuffer
+	fillPlan(&sb, 6, 0, 100)
+	if _, err := a.SendBatch(&sb); err != nil {
+		t.Fatal(err)
+	}
+	fds := []waitFD{{sock: a}}
+	if err := wait(fds, nil, clock.Mono().Add(time.Second), clock.Mono()); err != nil {
+		t.Fatal(err)
+	}
+	if !fds[0].errored {
+		t.Fatal("no POLLERR")
+	}
+	a.clearError()
+	start := clock.Mono()
+	if err := wait(fds, nil, start.Add(20*time.Millisecond), start); err != nil {
+		t.Fatal(err)
+	}
+	if fds[0].errored || fds[0].in {
+		t.Fatalf("still ready after clearError: %+v", fds[0])
+	}
+	if el := clock.Mono().Sub(start); el < 19*time.Millisecond {
+		t.Fatalf("wait returned after %v", el)
+	}
+	if st := a.Stats(); st.SocketErrors != 1 || st.ConnRefused != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestPathMTU(t *testing.T) {
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	if m := a.PathMTU(); m < 1500 {
+		t.Fatalf("loopback path MTU %d", m)
+	}
+	srv := mustOpen(t, netip.AddrPort{}, SocketOptions{})
+	mustConnect(t, srv, netip.MustParseAddrPort("127.0.0.1:9"))
+	if m := srv.PathMTU(); m < 1500 {
+		t.Fatalf("dual-stack socket, IPv4 peer: path MTU %d", m)
+	}
+}
+
+// Datagrams longer than a receive slot are cut, and their real length is
+// reported (MSG_TRUNC); the largest IPv4 UDP payload goes without GSO.
+func TestTruncatedLength(t *testing.T) {
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 7, 0, maxIPv4Payload, maxIPv4Payload, 9000)
+	if sent, err := a.SendBatch(&sb); err != nil || sent != 3 {
+		t.Fatalf("sent %d, %v", sent, err)
+	}
+	var got []int
+	recvAll(t, b, &rb, 3, func(rb *dataphase.RecvBatch) {
+		for i := 0; i < rb.N; i++ {
+			got = append(got, rb.Dgrams[i].Len)
+			if len(rb.Data(i)) != dataphase.RecvSlotLen {
+				t.Fatalf("kept %d", len(rb.Data(i)))
+			}
+		}
+	})
+	if len(got) != 3 || got[0] != maxIPv4Payload || got[2] != 9000 {
+		t.Fatalf("lengths %v", got)
+	}
+}
+
+// fakeSend plays a script of sendmmsg results and records what was asked.
+type fakeSend struct {
+	script []fakeResult // consumed in order; when empty, accept everything
+	calls  []fakeCall
+}
+
+type fakeResult struct {
+	accept int // messages to accept (when e is 0)
+	e      unix.Errno
+}
+
+type fakeCall struct {
+	msgs    int
+	gsoSegs []int // per message: UDP_SEGMENT size, 0 if none
+}
+
+func (f *fakeSend) send(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
+	c := fakeCall{msgs: len(msgs)}
+	for i := range msgs {
+		seg := 0
+		if msgs[i].Hdr.Controllen > 0 {
+			ctl := unsafe.Slice(msgs[i].Hdr.Control, msgs[i].Hdr.Controllen)
+			seg = int(*(*uint16)(unsafe.Pointer(&ctl[cmsgHdrLen])))
+		}
+		c.gsoSegs = append(c.gsoSegs, seg)
+	}
+	f.calls = append(f.calls, c)
+	if len(f.script) == 0 {
+		return len(msgs), 0
+	}
+	r := f.script[0]
+	f.script = f.script[1:]
+	if r.e != 0 {
+		return 0, r.e
+	}
+	return min(r.accept, len(msgs)), 0
+}
+
+func TestSendErrnos(t *testing.T) {
+	plan := append(lens(10, 1000, 500), repeat(3, 1000)...) // runs: 11 + 3, both GSO
+	cases := []struct {
+		name        string
+		script      []fakeResult
+		wantSent    int
+		wantErr     bool
+		wantBP      bool
+		wantBlock   bool
+		wantGSO     bool
+		wantRefused uint64
+		wantCR      uint64
+		wantCalls   int
+	}{
+		{"all accepted", nil, 14, false, false, false, true, 0, 0, 1},
+		{"EAGAIN after the first message", []fakeResult{{accept: 1}, {e: unix.EAGAIN}}, 11, false, true, true, true, 3, 0, 2},
+		{"ENOBUFS at once", []fakeResult{{e: unix.ENOBUFS}}, 0, false, true, false, true, 14, 0, 1},
+		{"EPERM (netfilter)", []fakeResult{{e: unix.EPERM}}, 0, false, true, false, true, 14, 0, 1},
+		{"EIO on GSO: resent without GSO", []fakeResult{{e: unix.EIO}}, 14, false, false, false, false, 0, 0, 2},
+		{"EINVAL on GSO after one message", []fakeResult{{accept: 1}, {e: unix.EINVAL}}, 14, false, false, false, false, 0, 0, 3},
+		{"ECONNREFUSED once: retried", []fakeResult{{e: unix.ECONNREFUSED}}, 14, false, false, false, true, 0, 1, 2},
+		{"ECONNREFUSED twice: counted as sent", []fakeResult{{e: unix.ECONNREFUSED}, {e: unix.ECONNREFUSED}}, 14, false, false, false, true, 0, 2, 3},
+		{"EINTR: retried", []fakeResult{{e: unix.EINTR}}, 14, false, false, false, true, 0, 0, 2},
+		{"other error", []fakeResult{{accept: 1}, {e: unix.EBADF}}, 11, true, false, false, true, 0, 0, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+			if !a.GSOEnabled() {
+				t.Skip("no GSO")
+			}
+			hooks := 0
+			a.OnGSODisabled = func(string) { hooks++ }
+			f := &fakeSend{script: tc.script}
+			a.sys.sendFn = f.send
+			var sb dataphase.SendBuffer
+			fillPlan(&sb, 9, 0, plan...)
+			sent, err := a.SendBatch(&sb)
+			st := a.Stats()
+			if sent != tc.wantSent || (err != nil) != tc.wantErr {
+				t.Fatalf("sent %d, err %v; want %d, err %v", sent, err, tc.wantSent, tc.wantErr)
+			}
+			if a.lastSendBackpressure() != tc.wantBP || a.lastSendWouldBlock() != tc.wantBlock {
+				t.Fatalf("backpressure %v/%v", a.lastSendBackpressure(), a.lastSendWouldBlock())
+			}
+			if a.GSOEnabled() != tc.wantGSO || (hooks == 1) == tc.wantGSO {
+				t.Fatalf("GSO %v, hook called %d times", a.GSOEnabled(), hooks)
+			}
+			if st.RefusedDatagrams != tc.wantRefused || st.ConnRefused != tc.wantCR || st.SentDatagrams != uint64(sent) {
+				t.Fatalf("stats %+v", st)
+			}
+			if tc.wantBP != (st.BackpressureEvents == 1) {
+				t.Fatalf("stats %+v", st)
+			}
+			if len(f.calls) != tc.wantCalls {
+				t.Fatalf("%d calls %+v, want %d", len(f.calls), f.calls, tc.wantCalls)
+			}
+			if f.calls[0].msgs != 2 || f.calls[0].gsoSegs[0] != 1000 || f.calls[0].gsoSegs[1] != 1000 {
+				t.Fatalf("first call %+v: want two GSO messages of 1000-byte segments", f.calls[0])
+			}
+			if !tc.wantGSO {
+				last := f.calls[len(f.calls)-1]
+				for _, s := range last.gsoSegs {
+					if s != 0 {
+						t.Fatalf("resend still uses GSO: %+v", last)
+					}
+				}
+				// Resent from the refused message on: what was accepted
+				// is not sent twice.
+				want := 14
+				if tc.script[0].accept > 0 {
+					want = 3
+				}
+				if last.msgs != want {
+					t.Fatalf("resend of %d messages, want %d", last.msgs, want)
+				}
+			}
+		})
+	}
+}

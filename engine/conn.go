@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// Core is a Test Connection's Data Phase logic (dataphase.Conn implements it).
+type Core interface {
+	// Poll writes the Send Plan due at now into b (b.N datagrams) and reports whether there is one.
+	Poll(now clock.Pair, b *dataphase.SendBuffer) bool
+	// Sent reports how many datagrams of the last plan the kernel accepted (the only backpressure channel).
+	Sent(n int, now clock.Pair)
+	// Receive delivers a batch read from the socket.
+	Receive(b *dataphase.RecvBatch)
+	// Deadline is when the core next needs a turn (clock.Never: only on receive).
+	Deadline() clock.Time
+	// Stop asks the core to end (local stop); it ends on a later turn and reports EvEnd.
+	Stop()
+	// Fail ends the core at once after an unrecoverable socket error.
+	Fail(err error)
+	// Done reports that the core has ended; its last event was EvEnd.
+	Done() bool
+	// Events returns and clears the events produced since the last call.
+	Events() []dataphase.Event
+}
+
+const (
+	// sendBudget bounds a turn's sends, so a core that keeps finding
+	// datagrams due (catching up after a stall) still lets the turn read.
+	sendBudget = time.Millisecond
+	// maxReadsPerTurn bounds a turn's reads, so a flooded socket cannot
+	// starve pacing: the turn then loops at once, sends first.
+	maxReadsPerTurn = dataphase.MaxRecv
+	// maxPollOutWait bounds a wait for POLLOUT after EAGAIN. Linux raises
+	// POLLOUT on a UDP socket once half its send buffer is free
+	// (sock_writeable), so this is only a guard.
+	maxPollOutWait = time.Millisecond
+	// refusedBackoff is the least wait after ENOBUFS or EPERM, which no
+	// readiness ends (a full qdisc or a firewall says nothing when it lets
+	// packets through again) and which must not make the thread spin.
+	refusedBackoff = 50 * time.Microsecond
+	// idleBackoff is the least wait after a turn that did nothing although
+	// the core's deadline had already passed when it began: a core that
+	// will not act on its deadline must not make the thread spin.
+	idleBackoff = 50 * time.Microsecond
+)
+
+// ConnStats is a snapshot of an executor's counters.
+type ConnStats struct {
+	Turns   uint64 // turns run
+	Wakeups uint64 // waits that ended (timeout, readiness or Waker)
+	Socket  SocketStats
+}
+
+// Conn runs one Test Connection's core on its own Engine Thread: a
+// goroutine locked to an OS thread, timer slack 1 ns, waiting in ppoll until
+// the core's next deadline or a datagram. It is the executor of a client,
+// and of every endpoint off Linux.
+type Conn struct {
+	sock    *Socket
+	core    Core
+	onEvent func(dataphase.Event)
+	log     *slog.Logger
+	wk      *Waker // nil if the eventfd could not be made: Stop then waits for a turn
+
+	stopReq atomic.Bool
+	done    chan struct{}
+	turns   atomic.Uint64
+	wakeups atomic.Uint64
+
+	// The Engine Thread's own state; the buffers are large arrays
+	// (dataphase.MaxPlan and dataphase.MaxRecv datagrams), allocated once
+	// with the Conn.
+	send         dataphase.SendBuffer
+	recv         dataphase.RecvBatch
+	fds          [1]waitFD
+	clk          turnClock
+	stopped      bool // core.Stop was called
+	readable     bool // read in the next turn
+	worked       bool // the last turn sent, read or reported something
+	endDelivered bool // an EvEnd went to onEvent
+	failed       bool // core.Fail was called: the loop ends even if the core does not
+}
+
+// RunConn starts driving core over sock on a new Engine Thread and returns
+// at once. onEvent receives the core's events on that thread, in order, the
+// last one an EvEnd: it must be cheap and must not block (hand the event to
+// a channel with room, or copy it under a short lock), since pacing stops
+// while it runs. log (nil: discard) gets the rare messages: a recovered
+// panic, GSO turned off (unless sock.OnGSODisabled is set already), timer
+// slack refused. The caller keeps owning sock: close it after Done.
+func RunConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.Logger) *Conn {
+	c := newConn(sock, core, onEvent, log)
+	go c.run()
+	return c
+}
+
+func newConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.Logger) *Conn {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if onEvent == nil {
+		onEvent = func(dataphase.Event) {}
+	}
+	c := &Conn{sock: sock, core: core, onEvent: onEvent, log: log, done: make(chan struct{}), readable: true}
+	c.fds[0].sock = sock
+	wk, err := NewWaker()
+	if err != nil {
+		log.Warn("engine: no waker; a stop takes effect at the next turn", "err", err)
+	} else {
+		c.wk = wk
+	}
+	if sock.OnGSODisabled == nil {
+		sock.OnGSODisabled = func(msg string) { log.Warn(msg) }
+	}
+	return c
+}
+
+// Stop asks the core to end. It is safe from any goroutine, idempotent, and
+// returns at once; the core ends on a later turn (watch Done).
+func (c *Conn) Stop() {
+	c.stopReq.Store(true)
+	if c.wk != nil {
+		c.wk.Wake()
+	}
+}
+
+// Done is closed after the last event was delivered and the Engine Thread
+// has finished with the socket.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Stats returns a snapshot of the executor's and its socket's counters; it
+// is safe from any goroutine.
+func (c *Conn) Stats() ConnStats {
+	return ConnStats{Turns: c.turns.Load(), Wakeups: c.wakeups.Load(), Socket: c.sock.Stats()}
+}
+
+// turnClock reads the clock pair once per turn, and then advances it with
+// the runtime's monotonic clock (a vDSO read, about 35 ns) where the turn
+// needs a later time: after each send, and for the wait's timeout. Reading
+// CLOCK_MONOTONIC_RAW again would be a system call (about 400 ns through
+// x/sys, a Pair about 450 ns), and over the at most ~1 ms of a turn the
+// two monotonic clocks differ by less than a microsecond even under NTP's
+// largest slew (500 ppm).
+type turnClock struct {
+	start clock.Pair
+	at    time.Duration // runtime monotonic time of start
+}
+
+var monoBase = time.Now()
+
+func (t *turnClock) read() clock.Pair {
+	t.start = clock.Now()
+	t.at = time.Since(monoBase)
+	return t.start
+}
+
+func (t *turnClock) now() clock.Pair {
+	d := time.Since(monoBase) - t.at
+	return clock.Pair{Mono: t.start.Mono.Add(d), Wall: t.start.Wall + int64(d)}
+}
+
+// turn runs one turn: clock, commands, sends, reads, events. It reports
+// whether a budget was hit, so the thread should loop at once.
+func (c *Conn) turn() (again bool) {
+	c.turns.Add(1)
+	c.worked = false
+	pair := c.clk.read()
+
+	if c.stopReq.Load() && !c.stopped {
+		c.stopped = true
+		c.core.Stop()
+	}
+
+	// Sends first: pacing matters more than reading promptly, and reads
+	// are bounded below.
+	for c.core.Poll(pair, &c.send) {
+		n, err := c.sock.SendBatch(&c.send)
+		pair = c.clk.now()
+		if err != nil {
+			c.fail(err)
+			return false
+		}
+		c.core.Sent(n, pair)
+		c.worked = true
+		if n < c.send.N {
+			break // backpressure: the wait below watches POLLOUT or backs off
+		}
+		if pair.Mono.Sub(c.clk.start.Mono) >= sendBudget {
+			again = true
+			break
+		}
+	}
+
+	if c.readable {
+		c.readable = false
+		budget := maxReadsPerTurn
+		for budget > 0 {
+			want := min(budget, dataphase.MaxRecv)
+			if err := c.sock.RecvBatch(&c.recv, want); err != nil {
+				c.fail(err)
+				return false
+			}
+			n := c.recv.N
+			if n == 0 {
+				break
+			}
+			c.core.Receive(&c.recv)
+			c.worked = true
+			budget -= n
+			if n < want {
+				break // drained
+			}
+		}
+		if budget == 0 {
+			again = true // more may be waiting
+		}
+	}
+
+	c.deliver()
+	return again
+}
+
+// fail retires the core after a socket error and delivers its last events.
+func (c *Conn) fail(err error) {
+	c.log.Error("engine: socket failure", "local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "err", err)
+	c.failed = true
+	c.core.Fail(err)
+	c.deliver()
+}
+
+// deliver hands the core's events to onEvent.
+func (c *Conn) deliver() {
+	for _, ev := range c.core.Events() {
+		c.worked = true
+		if ev.Kind == dataphase.EvEnd {
+			c.endDelivered = true
+		}
+		c.onEvent(ev)
+	}
+}
+
+// waitTurn sleeps until the core's deadline, a datagram, a Stop, or (after
+// backpressure) room to send.
+func (c *Conn) waitTurn() {
+	now := c.clk.now().Mono
+	dl := c.core.Deadline()
+	f := &c.fds[0]
+	f.out = false
+	switch {
+	case c.sock.lastSendWouldBlock():
+		// The send buffer is full: nothing can be sent before POLLOUT.
+		f.out = true
+		if dl <= now {
+			dl = now.Add(maxPollOutWait)
+		}
+	case c.sock.lastSendBackpressure():
+		dl = max(dl, now.Add(refusedBackoff))
+	case !c.worked && dl <= c.clk.start.Mono:
+		dl = max(dl, now.Add(idleBackoff))
+	}
+	if c.stopReq.Load() && !c.stopped {
+		return // take the stop at once
+	}
+	if dl <= now {
+		c.readable = true // due already: the next turn reads too
+		return
+	}
+	err := wait(c.fds[:], c.wk, dl, now)
+	c.wakeups.Add(1)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if f.errored {
+		c.sock.clearError()
+	}
+	// A closed socket reads as ErrClosed, which retires the core.
+	c.readable = f.in || f.errored || f.closed
+}

@@ -1,0 +1,457 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/udpstp/udpstp/dataphase"
+	"golang.org/x/sys/unix"
+)
+
+// sysSocket is the Linux part of a Socket: the raw descriptor and the
+// message arrays of the batch calls, allocated once with the Socket.
+type sysSocket struct {
+	// mu is held shared around every use of fd, including the executor's
+	// wait, and exclusively by Close while it closes fd, so a descriptor
+	// number is never used after it was closed (and maybe reused).
+	mu sync.RWMutex
+	fd int
+	// cancelFd is an eventfd that Close makes readable before it takes mu,
+	// so that a RecvFrom or executor wait blocked in ppoll returns and lets
+	// go of mu (the rwcancel pattern of wireguard-go, with an eventfd
+	// instead of a pipe).
+	cancelFd int
+
+	peer4 bool         // the connected peer is IPv4 (perhaps IPv4-mapped)
+	mtu   atomic.Int32 // path MTU to the peer (IP_MTU / IPV6_MTU); 0 unknown
+
+	// Tests only: gsoMaxBytes, when set, replaces the kernel's limit on a
+	// GSO message's total payload, to provoke a refusal; sendFn, when set,
+	// replaces the sendmmsg system call, to play errnos loopback never
+	// returns (EAGAIN: loopback_xmit orphans the skb at once).
+	gsoMaxBytes int
+	sendFn      func(fd int, msgs []unix.Mmsghdr) (int, unix.Errno)
+
+	// lastBackpressure is the errno that ended the last SendBatch early, 0
+	// if none; the executor waits for POLLOUT only after EAGAIN.
+	lastBackpressure unix.Errno
+
+	// sendmmsg: one message per run of planGSO, at most two iovecs (the
+	// slot and the filler) per datagram, one UDP_SEGMENT control message
+	// per GSO run.
+	msgs    [dataphase.MaxPlan]unix.Mmsghdr
+	iovs    [2 * dataphase.MaxPlan]unix.Iovec
+	segCtl  [dataphase.MaxPlan][segCtlWords]uint64
+	runs    [dataphase.MaxPlan]gsoRun
+	runBase int // datagram index of runs[0].start
+	fill    randomFiller
+
+	// recvmmsg: one message and one iovec per datagram into the RecvBatch's
+	// buffers, control buffers for the timestamp and the TOS.
+	rmsgs  [dataphase.MaxRecv]unix.Mmsghdr
+	riovs  [dataphase.MaxRecv]unix.Iovec
+	rctl   [dataphase.MaxRecv][rctlWords]uint64
+	rbatch *dataphase.RecvBatch // the batch the iovecs point into
+	rready int                  // messages set up for rbatch
+}
+
+const (
+	// segCtlWords holds one UDP_SEGMENT control message: CmsgSpace(2) is
+	// 24 bytes on 64-bit Linux, 16 on 32-bit. uint64 words keep it aligned.
+	segCtlWords = 4
+	// rctlWords holds the receive control messages: SCM_TIMESTAMPNS
+	// (CmsgSpace(16) = 32 on 64-bit) and one of IP_TOS (CmsgSpace(1) = 24)
+	// or IPV6_TCLASS (CmsgSpace(4) = 24): 56 bytes, rounded up.
+	rctlWords = 8
+)
+
+// controlSendWait bounds how long a control-phase send waits for room in a
+// full send buffer before it reports EAGAIN.
+const controlSendWait = time.Second
+
+func (s *Socket) open(p bindPlan, o SocketOptions) error {
+	x := &s.sys
+	x.fd, x.cancelFd = -1, -1
+	domain := unix.AF_INET
+	if p.v6 {
+		domain = unix.AF_INET6
+	}
+	fd, err := unix.Socket(domain, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err == unix.EAFNOSUPPORT && p.v6 && o.Family == 0 && p.addr.Addr().IsUnspecified() {
+		// No IPv6 in this kernel or namespace: the dual-stack wildcard
+		// becomes the IPv4 wildcard.
+		p = bindPlan{addr: netip.AddrPortFrom(netip.IPv4Unspecified(), p.addr.Port())}
+		domain = unix.AF_INET
+		fd, err = unix.Socket(domain, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	}
+	if err != nil {
+		return fmt.Errorf("socket for %v: %w", p.addr, os.NewSyscallError("socket", err))
+	}
+	s.v6 = p.v6
+	x.fd = fd
+	fail := func(what string, err error) error {
+		unix.Close(fd)
+		x.fd = -1
+		return fmt.Errorf("%s %v: %w", what, p.addr, err)
+	}
+	if p.v6 {
+		v := 0
+		if p.v6only {
+			v = 1
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v); err != nil {
+			return fail("IPV6_V6ONLY on", os.NewSyscallError("setsockopt", err))
+		}
+	}
+	if o.SockBuf > 0 {
+		// FORCE goes past net.core.[rw]mem_max with CAP_NET_ADMIN; without
+		// it the plain option caps the request at the maximum. Either
+		// failing only costs speed, and Granted tells the caller.
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, o.SockBuf) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SockBuf)
+		}
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, o.SockBuf) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.SockBuf)
+		}
+	}
+	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	// Software receive timestamps, struct timespec on CLOCK_REALTIME, as
+	// SCM_TIMESTAMPNS control messages.
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return fail("SO_TIMESTAMPNS on", os.NewSyscallError("setsockopt", err))
+	}
+	if err := unix.Bind(fd, sockaddrOf(p.addr, p.v6)); err != nil {
+		return fail("bind", err)
+	}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		s.laddr = addrPortOf(sa)
+	} else {
+		s.laddr = p.addr
+	}
+	// getsockopt(UDP_SEGMENT) succeeds on kernels that know UDP GSO
+	// (4.18+). It says nothing of the egress device: EIO at send time
+	// does, and turns GSO off.
+	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil && !o.NoGSO {
+		s.gso.Store(true)
+	}
+	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fail("eventfd for", os.NewSyscallError("eventfd", err))
+	}
+	x.cancelFd = cfd
+	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
+	return nil
+}
+
+func (s *Socket) fd() int {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.fd
+}
+
+func (s *Socket) close() error {
+	x := &s.sys
+	one := [8]byte{1}
+	_, _ = unix.Write(x.cancelFd, one[:])
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	err := unix.Close(x.fd)
+	unix.Close(x.cancelFd)
+	x.fd, x.cancelFd = -1, -1
+	if err != nil {
+		return fmt.Errorf("close %v: %w", s.laddr, os.NewSyscallError("close", err))
+	}
+	return nil
+}
+
+func (s *Socket) connect(peer netip.AddrPort) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	a, err := addrForSocket(peer, s.v6)
+	if err != nil {
+		return fmt.Errorf("connect %v: %w", s.laddr, err)
+	}
+	if err := unix.Connect(x.fd, sockaddrOf(a, s.v6)); err != nil {
+		return fmt.Errorf("connect %v to %v: %w", s.laddr, peer, os.NewSyscallError("connect", err))
+	}
+	s.peer = unmapAddrPort(peer)
+	x.peer4 = IsIPv4Peer(peer)
+	s.refreshMTU()
+	return nil
+}
+
+// refreshMTU reads the path MTU of the connected socket. IP_MTU works on an
+// AF_INET6 socket with an IPv4-mapped peer too (the socket's cached route
+// is then an IPv4 one). Unknown, it stays at the last value; 0 means GSO
+// only up to a 1500-byte MTU (see mtuPayload).
+func (s *Socket) refreshMTU() {
+	x := &s.sys
+	level, opt := unix.IPPROTO_IPV6, unix.IPV6_MTU
+	if x.peer4 {
+		level, opt = unix.IPPROTO_IP, unix.IP_MTU
+	}
+	if v, err := unix.GetsockoptInt(x.fd, level, opt); err == nil && v > 0 {
+		x.mtu.Store(int32(v))
+	}
+}
+
+// mtuPayload is the largest UDP payload that fits the path MTU unfragmented.
+func (s *Socket) mtuPayload() int {
+	x := &s.sys
+	_, overhead := gsoLimits(x.peer4)
+	mtu := int(x.mtu.Load())
+	if mtu == 0 {
+		mtu = 1500 // unknown: Ethernet's, so GSO never asks for fragments
+	}
+	return mtu - overhead
+}
+
+// PathMTU returns the path MTU read from the kernel at Connect (refreshed
+// after EMSGSIZE), 0 if unknown. Datagrams whose packets exceed it are sent
+// without GSO, so the kernel fragments them.
+func (s *Socket) PathMTU() int { return int(s.sys.mtu.Load()) }
+
+func (s *Socket) sendTo(b []byte, to netip.AddrPort) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	a, err := addrForSocket(to, s.v6)
+	if err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	sa := sockaddrOf(a, s.v6)
+	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, sa) }); err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	return nil
+}
+
+func (s *Socket) send(b []byte) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	if !s.peer.IsValid() {
+		return ErrNotConnected
+	}
+	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, nil) }); err != nil {
+		return fmt.Errorf("send to %v: %w", s.peer, err)
+	}
+	return nil
+}
+
+// sendRetry runs a control-phase send, waiting up to controlSendWait for
+// room when the send buffer is full (the Data Phase never waits: it counts
+// backpressure). The caller holds mu shared.
+func (s *Socket) sendRetry(send func() error) error {
+	end := time.Now().Add(controlSendWait)
+	for {
+		err := send()
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, unix.ENOBUFS:
+			d := time.Until(end)
+			if d <= 0 {
+				return os.NewSyscallError("sendto", err)
+			}
+			if closed, perr := s.pollFd(unix.POLLOUT, d); perr != nil {
+				return perr
+			} else if closed {
+				return net.ErrClosed
+			}
+			continue
+		}
+		return os.NewSyscallError("sendto", err)
+	}
+}
+
+// pollFd waits up to d (negative: no limit) for events on the socket or for
+// Close. The caller holds mu shared.
+func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) {
+	x := &s.sys
+	var ts *unix.Timespec
+	if d >= 0 {
+		t := unix.NsecToTimespec(int64(d))
+		ts = &t
+	}
+	p := [2]unix.PollFd{{Fd: int32(x.fd), Events: events}, {Fd: int32(x.cancelFd), Events: unix.POLLIN}}
+	if _, err := unix.Ppoll(p[:], ts, nil); err != nil && err != unix.EINTR {
+		return false, os.NewSyscallError("ppoll", err)
+	}
+	return p[1].Revents != 0, nil
+}
+
+func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return 0, netip.AddrPort{}, net.ErrClosed
+	}
+	for {
+		n, sa, err := unix.Recvfrom(x.fd, b, 0)
+		switch err {
+		case nil:
+			return n, addrPortOf(sa), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+		case unix.ECONNREFUSED:
+			s.stats.connRefused.Add(1)
+			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+		default:
+			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+		}
+		d := time.Duration(-1)
+		if !deadline.IsZero() {
+			if d = time.Until(deadline); d <= 0 {
+				return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
+			}
+		}
+		closed, err := s.pollFd(unix.POLLIN, d)
+		if err != nil {
+			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
+		}
+		if closed {
+			return 0, netip.AddrPort{}, net.ErrClosed
+		}
+	}
+}
+
+func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	// On an AF_INET6 socket, IPv4 packets to a mapped peer take their TOS
+	// from the IPv4 socket state that IP_TOS sets (udpv6_setsockopt passes
+	// SOL_IP options to ip_setsockopt); IPV6_TCLASS only marks IPv6
+	// packets. TestTOSDualStack checks this.
+	level, opt, name := unix.IPPROTO_IP, unix.IP_TOS, "IP_TOS"
+	if !ipv4Peer {
+		if !s.v6 {
+			return fmt.Errorf("IPV6_TCLASS on IPv4 socket %v", s.laddr)
+		}
+		level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, "IPV6_TCLASS"
+	}
+	if err := unix.SetsockoptInt(x.fd, level, opt, int(tos)); err != nil {
+		return fmt.Errorf("%s %#x on %v: %w", name, tos, s.laddr, os.NewSyscallError("setsockopt", err))
+	}
+	return nil
+}
+
+func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	// IPv4 packets reach an AF_INET6 socket's receive path through
+	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
+	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
+	level, opt, name := unix.IPPROTO_IP, unix.IP_RECVTOS, "IP_RECVTOS"
+	if !ipv4Peer {
+		if !s.v6 {
+			return fmt.Errorf("IPV6_RECVTCLASS on IPv4 socket %v", s.laddr)
+		}
+		level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS"
+	}
+	if err := unix.SetsockoptInt(x.fd, level, opt, 1); err != nil {
+		return fmt.Errorf("%s on %v: %w", name, s.laddr, os.NewSyscallError("setsockopt", err))
+	}
+	return nil
+}
+
+// clearError reads and so clears a pending socket error (sk_err), which
+// keeps POLLERR raised until it is read. It is called after a wait reports
+// POLLERR, so the executor never spins on it. The socket's error queue is
+// not used (no IP_RECVERR, no TX timestamps), so there is nothing else to
+// drain.
+func (s *Socket) clearError() {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return
+	}
+	v, err := unix.GetsockoptInt(x.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil || v == 0 {
+		return
+	}
+	s.stats.socketErrors.Add(1)
+	if unix.Errno(v) == unix.ECONNREFUSED {
+		s.stats.connRefused.Add(1)
+	}
+}
+
+// lastSendWouldBlock reports whether the last SendBatch stopped on a full
+// send buffer (EAGAIN), which POLLOUT ends, rather than on ENOBUFS or EPERM,
+// which only time ends.
+func (s *Socket) lastSendWouldBlock() bool { return s.sys.lastBackpressure == unix.EAGAIN }
+
+// lastSendBackpressure reports whether the last SendBatch stopped on
+// backpressure.
+func (s *Socket) lastSendBackpressure() bool { return s.sys.lastBackpressure != 0 }
+
+// sockaddrOf converts an address already in the socket's family form.
+func sockaddrOf(a netip.AddrPort, v6 bool) unix.Sockaddr {
+	if !v6 {
+		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
+	}
+	sa := &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+	if z := a.Addr().Zone(); z != "" {
+		if id, err := strconv.ParseUint(z, 10, 32); err == nil {
+			sa.ZoneId = uint32(id)
+		} else if ifi, err := net.InterfaceByName(z); err == nil {
+			sa.ZoneId = uint32(ifi.Index)
+		}
+	}
+	return sa
+}
+
+// addrPortOf converts a kernel address, unmapping IPv4-mapped ones.
+func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *unix.SockaddrInet6:
+		ip := netip.AddrFrom16(sa.Addr)
+		if ip.Is4In6() {
+			return netip.AddrPortFrom(ip.Unmap(), uint16(sa.Port))
+		}
+		if sa.ZoneId != 0 {
+			ip = ip.WithZone(strconv.FormatUint(uint64(sa.ZoneId), 10))
+		}
+		return netip.AddrPortFrom(ip, uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// cmsgData returns the bytes of control buffer w.
+func cmsgBytes(w []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
+}

@@ -1,0 +1,33 @@
+//go:build !unix && !windows
+
+package engine
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// Platforms without socket options (js, wasip1, plan9): the engine builds,
+// the options fail.
+
+const (
+	sysSOLSocket   = 0
+	sysSOSndbuf    = 0
+	sysSORcvbuf    = 0
+	sysIPProtoIP   = 0
+	sysIPTOS       = 0
+	sysIPProtoIPv6 = 0
+	sysIPv6TClass  = 0
+)
+
+var errNoSockopt = errors.New("socket options not supported on this platform")
+
+func getsockoptInt(fd uintptr, level, opt int) (int, error) { return 0, errNoSockopt }
+
+func setsockoptInt(fd uintptr, level, opt, v int) error { return errNoSockopt }
+
+func isBackpressureErr(err error) bool { return false }
+
+func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	return 0, netip.AddrPort{}, false, nil
+}

@@ -1,0 +1,66 @@
+//go:build unix && !linux
+
+package engine
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"syscall"
+)
+
+const (
+	sysSOLSocket   = syscall.SOL_SOCKET
+	sysSOSndbuf    = syscall.SO_SNDBUF
+	sysSORcvbuf    = syscall.SO_RCVBUF
+	sysIPProtoIP   = syscall.IPPROTO_IP
+	sysIPTOS       = syscall.IP_TOS
+	sysIPProtoIPv6 = syscall.IPPROTO_IPV6
+	sysIPv6TClass  = syscall.IPV6_TCLASS
+)
+
+func getsockoptInt(fd uintptr, level, opt int) (int, error) {
+	return syscall.GetsockoptInt(int(fd), level, opt)
+}
+
+func setsockoptInt(fd uintptr, level, opt, v int) error {
+	return syscall.SetsockoptInt(int(fd), level, opt, v)
+}
+
+// isBackpressureErr reports a send the system could not take now: ENOBUFS
+// (macOS returns it when an interface queue is full, where Linux would
+// block or drop) or EAGAIN.
+func isBackpressureErr(err error) bool {
+	return errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN)
+}
+
+// tryRead reads one waiting datagram without waiting: Go keeps its sockets
+// non-blocking on Unix, and returning true from the raw read function tells
+// it not to park the goroutine.
+func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	var sa syscall.Sockaddr
+	var rerr error
+	if err := s.sys.rc.Read(func(fd uintptr) bool {
+		n, sa, rerr = syscall.Recvfrom(int(fd), buf, 0)
+		return true
+	}); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, netip.AddrPort{}, false, nil // a Wake's past deadline
+		}
+		return 0, netip.AddrPort{}, false, err
+	}
+	switch {
+	case rerr == nil:
+	case errors.Is(rerr, syscall.EAGAIN), errors.Is(rerr, syscall.EINTR):
+		return 0, netip.AddrPort{}, false, nil
+	default:
+		return 0, netip.AddrPort{}, false, os.NewSyscallError("recvfrom", rerr)
+	}
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *syscall.SockaddrInet6:
+		from = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	}
+	return n, from, true, nil
+}

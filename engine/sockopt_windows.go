@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+const (
+	sysSOLSocket   = syscall.SOL_SOCKET
+	sysSOSndbuf    = syscall.SO_SNDBUF
+	sysSORcvbuf    = syscall.SO_RCVBUF
+	sysIPProtoIP   = syscall.IPPROTO_IP
+	sysIPTOS       = syscall.IP_TOS
+	sysIPProtoIPv6 = syscall.IPPROTO_IPV6
+	sysIPv6TClass  = 39 // IPV6_TCLASS, ws2ipdef.h
+	// Windows ignores IP_TOS unless the QoS policy allows it; setting it
+	// then succeeds without effect.
+
+	wsaEWOULDBLOCK = syscall.Errno(10035)
+	wsaENOBUFS     = syscall.Errno(10055)
+	fionread       = 0x4004667f // FIONREAD, winsock.h
+)
+
+func getsockoptInt(fd uintptr, level, opt int) (int, error) {
+	return syscall.GetsockoptInt(syscall.Handle(fd), level, opt)
+}
+
+func setsockoptInt(fd uintptr, level, opt, v int) error {
+	return syscall.SetsockoptInt(syscall.Handle(fd), level, opt, v)
+}
+
+// isBackpressureErr reports a send the system could not take now.
+func isBackpressureErr(err error) bool {
+	return errors.Is(err, wsaENOBUFS) || errors.Is(err, wsaEWOULDBLOCK)
+}
+
+// tryRead reads one waiting datagram without waiting. Go's Windows sockets
+// are in blocking mode (it reads with overlapped I/O), so it asks FIONREAD
+// first and reads only when a datagram is queued.
+func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	var avail, ret uint32
+	var ierr error
+	if err := s.sys.rc.Control(func(fd uintptr) {
+		ierr = syscall.WSAIoctl(syscall.Handle(fd), fionread, nil, 0,
+			(*byte)(unsafe.Pointer(&avail)), uint32(unsafe.Sizeof(avail)), &ret, nil, 0)
+	}); err != nil {
+		return 0, netip.AddrPort{}, false, err
+	}
+	if ierr != nil {
+		return 0, netip.AddrPort{}, false, os.NewSyscallError("WSAIoctl(FIONREAD)", ierr)
+	}
+	if avail == 0 {
+		return 0, netip.AddrPort{}, false, nil
+	}
+	n, from, err = s.sys.conn.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, netip.AddrPort{}, false, nil // a Wake's past deadline
+		}
+		return 0, netip.AddrPort{}, false, err
+	}
+	return n, from, true, nil
+}

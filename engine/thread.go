@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// run is the Engine Thread of one Conn.
+func (c *Conn) run() {
+	// Locked for good: a goroutine that exits while locked takes its OS
+	// thread with it, and with the thread its timer slack; no other
+	// goroutine ever runs with the 1 ns slack.
+	runtime.LockOSThread()
+	defer close(c.done)
+	defer func() {
+		if c.wk != nil {
+			c.wk.Close()
+		}
+	}()
+	if err := SetTimerSlack(1); err != nil {
+		c.log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
+	}
+	c.loop()
+	if !c.endDelivered {
+		// Done without an EvEnd is a core bug; whoever waits for the end
+		// (Admission) must still hear of it.
+		c.log.Error("engine: core ended without EvEnd", "local", c.sock.LocalAddr(), "peer", c.sock.Peer())
+		c.endFailure()
+	}
+}
+
+// loop runs turns until the core is done. A panic in the core, the socket
+// code or onEvent retires this Test Connection only.
+func (c *Conn) loop() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.retire(r, debug.Stack())
+		}
+	}()
+	for !c.core.Done() && !c.failed {
+		again := c.turn()
+		if c.core.Done() || c.failed {
+			return
+		}
+		if again {
+			c.readable = true // a turn that does not wait reads anyway
+			continue
+		}
+		c.waitTurn()
+	}
+}
+
+// retire ends the core after a panic: Fail with the panic as the error,
+// and its events delivered; if that panics too, an EvEnd with EndFailure is
+// made up.
+func (c *Conn) retire(r any, stack []byte) {
+	err := fmt.Errorf("engine: panic: %v", r)
+	c.log.Error("engine: Test Connection retired after a panic",
+		"local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "panic", fmt.Sprint(r), "stack", string(stack))
+	if protect(func() { c.core.Fail(err) }) {
+		protect(c.deliver)
+	}
+	if !c.endDelivered {
+		c.endFailure()
+	}
+}
+
+// endFailure delivers a made-up EvEnd with EndFailure.
+func (c *Conn) endFailure() {
+	c.endDelivered = true
+	protect(func() { c.onEvent(dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndFailure}) })
+}
+
+// protect runs f and reports whether it returned without panicking.
+func protect(f func()) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	f()
+	return true
+}
