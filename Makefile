@@ -5,13 +5,14 @@ BIN       := bin/udpstp
 PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: all build test vet fmtcheck unit fuzz crossbuild bench demo clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/udpstp
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild
@@ -44,10 +45,22 @@ crossbuild:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
+# demo: a real loopback test in each direction between our own server and
+# client; the JSON results stay in demo-results/.
+DEMO_PORT ?= 34601
 demo: build
-	@echo "make demo: the loopback test needs 'udpstp server' and 'udpstp client', which are not built yet." >&2
-	@echo "Until then:  $(BIN) rates   prints the sending rate table." >&2
-	@exit 1
+	@mkdir -p demo-results
+	@$(BIN) server -p $(DEMO_PORT) 127.0.0.1 2>demo-results/server.log & echo $$! >demo-results/server.pid; \
+	sleep 0.5; status=0; \
+	for dir in downstream upstream; do \
+		flag=-d; [ $$dir = upstream ] && flag=-u; \
+		echo "== $$dir test (udpstp client $$flag -t 5 -p $(DEMO_PORT) 127.0.0.1)"; \
+		$(BIN) client $$flag -t 5 -p $(DEMO_PORT) --output demo-results/$$dir.json 127.0.0.1 || status=$$?; \
+	done; \
+	kill -INT $$(cat demo-results/server.pid) 2>/dev/null; wait; rm -f demo-results/server.pid; \
+	echo; echo "JSON results: $(CURDIR)/demo-results/downstream.json and $(CURDIR)/demo-results/upstream.json"; \
+	echo "server log:   $(CURDIR)/demo-results/server.log"; \
+	exit $$status
 
 clean:
 	rm -rf bin demo-results

@@ -1,0 +1,300 @@
+package main
+
+// End-to-end tests: real udpstp processes on loopback (and, with UDPST_BIN
+// set, OB-UDPST's udpst against them). Each test is a real 5 s capacity
+// test, so they run two at a time and are skipped with -short.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// udpstpBin is the binary under test, built once by TestMain.
+var udpstpBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "udpstp-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	udpstpBin = filepath.Join(dir, "udpstp")
+	out, err := exec.Command("go", "build", "-o", udpstpBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building udpstp: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// e2eSlots bounds how many real tests run at once: each pushes up to about
+// a gigabit through loopback, and these machines have two cores.
+var e2eSlots = make(chan struct{}, 2)
+
+func e2e(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: real 5 s tests (skipped with -short)")
+	}
+	t.Parallel()
+	e2eSlots <- struct{}{}
+	t.Cleanup(func() { <-e2eSlots })
+}
+
+// freePort returns a UDP port nothing listens on right now, on the given
+// loopback address.
+func freePort(t *testing.T, host string) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Skipf("no %s loopback here: %v", host, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// proc is a server process under test.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs []string
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.logs, "\n")
+}
+
+// spawnServer starts a server (ours unless bin says otherwise) and waits
+// until it answers; it is stopped with SIGINT when the test ends.
+func spawnServer(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...)}
+	stderr, _ := p.cmd.StderrPipe()
+	p.cmd.Stdout = p.cmd.Stderr
+	if bin != udpstpBin {
+		p.cmd.Stdout = nil
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs = append(p.logs, sc.Text())
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), "server started") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	if bin == udpstpBin {
+		select {
+		case <-ready:
+		case <-time.After(5 * time.Second):
+			p.cmd.Process.Kill()
+			t.Fatalf("server did not start: %s", p.log())
+		}
+	} else {
+		time.Sleep(300 * time.Millisecond) // udpst says nothing when ready
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(8 * time.Second):
+			p.cmd.Process.Kill()
+			t.Errorf("server did not stop within 8 s of SIGINT")
+		}
+	})
+	return p
+}
+
+// testResult is the part of OB-UDPST's client JSON the tests read.
+type testResult struct {
+	ErrorStatus   int
+	ErrorMessage  string
+	ErrorMessage2 string
+	Input         struct {
+		Role           string
+		TestType       string
+		SendingRateIdx int `json:"SendingRateIndex"`
+		ProtocolVer    string
+	}
+	Output struct {
+		IncrementalResult []struct {
+			IPLayerCapacity float64
+		}
+		AtMax struct {
+			MaxIPLayerCapacity  float64
+			MaxETHCapacityNoFCS float64
+		}
+		ModalResult []struct {
+			MaxIPLayerCapacity float64
+		}
+		Status string
+	}
+}
+
+// runTestProc runs a client to completion and reads its JSON testResult.
+func runTestProc(t *testing.T, bin string, args ...string) (testResult, int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if len(args) > 0 && args[0] == "client" {
+		args = append([]string{"client", "-f", "json"}, args[1:]...)
+	} else {
+		args = append([]string{"-f", "json"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	var r testResult
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		t.Fatalf("%s %v: exit %d, output is not JSON: %v\n%s", bin, args, code, jerr, out)
+	}
+	if r.ErrorStatus != code {
+		t.Errorf("exit status %d, JSON ErrorStatus %d", code, r.ErrorStatus)
+	}
+	return r, code, string(out)
+}
+
+func ourClient(t *testing.T, args ...string) (testResult, int, string) {
+	return runTestProc(t, udpstpBin, append([]string{"client"}, args...)...)
+}
+
+// checkComplete asserts a completed test: status 0, every Sub-Interval,
+// a plausible maximum.
+func checkComplete(t *testing.T, r testResult, code int, out string, subs int) {
+	t.Helper()
+	if code != 0 || r.Output.Status != "Complete" {
+		t.Fatalf("test did not complete: status %d %q\n%s", code, r.ErrorMessage, out)
+	}
+	if n := len(r.Output.IncrementalResult); n != subs {
+		t.Errorf("%d Sub-Intervals, want %d", n, subs)
+	}
+	if r.Output.AtMax.MaxIPLayerCapacity <= 0 {
+		t.Errorf("maximum %.2f Mbps", r.Output.AtMax.MaxIPLayerCapacity)
+	}
+}
+
+// TestLoopback runs our client against our server in the configurations
+// the Control and Data Phases must get right.
+func TestLoopback(t *testing.T) {
+	cases := []struct {
+		name   string
+		host   string
+		server []string
+		client []string
+		check  func(t *testing.T, r testResult)
+	}{
+		{name: "down-v4", host: "127.0.0.1", client: []string{"-d"}},
+		{name: "up-v4", host: "127.0.0.1", client: []string{"-u"}},
+		{name: "down-v6", host: "::1", client: []string{"-d"}},
+		{name: "up-v6", host: "::1", client: []string{"-u"}},
+		{name: "down-auth", host: "127.0.0.1", server: []string{"-a", "e2e-shared-key"}, client: []string{"-d", "-a", "e2e-shared-key", "-y", "7"}},
+		{name: "up-auth", host: "127.0.0.1", server: []string{"-a", "e2e-shared-key"}, client: []string{"-u", "-a", "e2e-shared-key"}},
+		{name: "down-algo-c", host: "127.0.0.1", client: []string{"-d", "-A", "C"}},
+		{name: "up-algo-c", host: "127.0.0.1", client: []string{"-u", "-A", "c"}},
+		{name: "up-fixed-100", host: "127.0.0.1", client: []string{"-u", "-I", "100"}, check: func(t *testing.T, r testResult) {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 95 || m > 102 {
+				t.Errorf("fixed row 100 measured %.2f Mbps", m)
+			}
+			if r.Input.TestType != "Fixed" {
+				t.Errorf("TestType %q", r.Input.TestType)
+			}
+		}},
+		{name: "down-fixed-50", host: "127.0.0.1", client: []string{"-d", "-I", "50"}, check: func(t *testing.T, r testResult) {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 47 || m > 51 {
+				t.Errorf("fixed row 50 measured %.2f Mbps", m)
+			}
+		}},
+		{name: "down-bimodal", host: "127.0.0.1", client: []string{"-d", "-i", "2"}, check: func(t *testing.T, r testResult) {
+			if len(r.Output.ModalResult) != 1 {
+				t.Errorf("bimodal run has %d second-mode maxima", len(r.Output.ModalResult))
+			}
+		}},
+		{name: "up-dual-phase", host: "127.0.0.1", client: []string{"-u", "-i", "-2", "-I", "@100"}, check: func(t *testing.T, r testResult) {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 95 || m > 105 {
+				t.Errorf("first mode (adjustment suppressed at row 100) max %.2f Mbps", m)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e2e(t)
+			port := freePort(t, c.host)
+			spawnServer(t, udpstpBin, append([]string{"server", "-p", fmt.Sprint(port), c.host}, c.server...)...)
+			r, code, out := ourClient(t, append([]string{"-t", "5", "-p", fmt.Sprint(port), c.host}, c.client...)...)
+			checkComplete(t, r, code, out, 5)
+			if c.check != nil {
+				c.check(t, r)
+			}
+		})
+	}
+}
+
+// TestRefusals checks that a refused or unanswered setup gives OB-UDPST's
+// ErrorStatus and one clear message.
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		server []string
+		client []string
+		status int
+		msg    string
+	}{
+		{"jumbo-mismatch", []string{"-j"}, []string{"-d"}, 103, "jumbo"},
+		{"capacity", []string{"-B", "100"}, []string{"-d", "-B", "200"}, 110, "capacity"},
+		{"no-bandwidth", []string{"-B", "100"}, []string{"-d"}, 109, "bandwidth"},
+		{"auth-required", []string{"-a", "k1"}, []string{"-d"}, 105, "required"},
+		{"wrong-key", []string{"-a", "k1"}, []string{"-d", "-a", "k2"}, 107, "Authentication failure"},
+		{"no-key-on-server", nil, []string{"-d", "-a", "k2"}, 107, "Authentication failure"},
+		{"no-server", nil, nil, 200, "Minimum required connections"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("starts processes")
+			}
+			t.Parallel()
+			port := freePort(t, "127.0.0.1")
+			if c.name != "no-server" {
+				spawnServer(t, udpstpBin, append([]string{"server", "-p", fmt.Sprint(port), "127.0.0.1"}, c.server...)...)
+			}
+			args := append([]string{"-t", "5", "-p", fmt.Sprint(port), "127.0.0.1"}, c.client...)
+			if c.client == nil {
+				args = append(args, "-d")
+			}
+			r, code, out := ourClient(t, args...)
+			// As OB-UDPST does, the refusal is followed by the
+			// minimum-connections error, so it is the message before it.
+			if code != c.status || !strings.Contains(r.ErrorMessage+r.ErrorMessage2, c.msg) {
+				t.Errorf("status %d message %q, want %d containing %q\n%s", code, r.ErrorMessage, c.status, c.msg, out)
+			}
+		})
+	}
+}
