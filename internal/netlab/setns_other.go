@@ -1,0 +1,9 @@
+//go:build !linux
+
+package netlab
+
+import "fmt"
+
+func inNamespace(string, func() error) error {
+	return fmt.Errorf("%w: network namespaces need Linux", ErrUnavailable)
+}
