@@ -22,6 +22,7 @@ type fakeSocket struct {
 	recvOn bool
 	closed bool
 	wake   chan struct{}
+	wire   *fakeWire
 }
 
 type fakeDgram struct {
@@ -45,12 +46,21 @@ func (s *fakeSocket) deliver(b []byte, from netip.AddrPort) {
 
 func (s *fakeSocket) SendTo(b []byte, to netip.AddrPort) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.sent = append(s.sent, fakeDgram{append([]byte(nil), b...), to})
+	w, from := s.wire, s.local
+	s.mu.Unlock()
+	if w != nil {
+		w.send(b, from, to)
+	}
 	return nil
 }
 
-func (s *fakeSocket) Send(b []byte) error { return s.SendTo(b, s.peer) }
+func (s *fakeSocket) Send(b []byte) error {
+	s.mu.Lock()
+	p := s.peer
+	s.mu.Unlock()
+	return s.SendTo(b, p)
+}
 
 func (s *fakeSocket) RecvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
 	for {
@@ -77,10 +87,15 @@ func (s *fakeSocket) RecvFrom(b []byte, deadline time.Time) (int, netip.AddrPort
 	}
 }
 
-func (s *fakeSocket) Connect(peer netip.AddrPort) error { s.peer = peer; return nil }
-func (s *fakeSocket) SetTOS(tos uint8, _ bool) error    { s.tos = tos; return nil }
-func (s *fakeSocket) EnableRecvTOS(bool) error          { s.recvOn = true; return nil }
-func (s *fakeSocket) LocalAddr() netip.AddrPort         { return s.local }
+func (s *fakeSocket) Connect(peer netip.AddrPort) error {
+	s.mu.Lock()
+	s.peer = peer
+	s.mu.Unlock()
+	return nil
+}
+func (s *fakeSocket) SetTOS(tos uint8, _ bool) error { s.tos = tos; return nil }
+func (s *fakeSocket) EnableRecvTOS(bool) error       { s.recvOn = true; return nil }
+func (s *fakeSocket) LocalAddr() netip.AddrPort      { return s.local }
 func (s *fakeSocket) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -99,12 +114,44 @@ func (s *fakeSocket) sentCopy() []fakeDgram {
 }
 
 // fakeNet hands out fake sockets on consecutive ports and records them.
+// With a wire, what one of its sockets sends reaches the socket bound at
+// the destination, as on a loopback interface (connected sockets take
+// datagrams from their peer only).
 type fakeNet struct {
 	mu       sync.Mutex
 	next     uint16
 	sockets  []*fakeSocket
 	started  []*dataphase.Conn
 	failOpen bool
+	wire     *fakeWire
+}
+
+// fakeWire joins the sockets of one or more fakeNets.
+type fakeWire struct {
+	mu    sync.Mutex
+	bound map[netip.AddrPort]*fakeSocket
+	// tap, when set, sees every datagram and may drop it (return false).
+	tap func(b []byte, from, to netip.AddrPort) bool
+}
+
+func newFakeWire() *fakeWire { return &fakeWire{bound: map[netip.AddrPort]*fakeSocket{}} }
+
+func (w *fakeWire) send(b []byte, from, to netip.AddrPort) {
+	w.mu.Lock()
+	dst := w.bound[to]
+	tap := w.tap
+	w.mu.Unlock()
+	if dst == nil || (tap != nil && !tap(b, from, to)) {
+		return
+	}
+	dst.mu.Lock()
+	connected := dst.peer.IsValid()
+	peer := dst.peer
+	dst.mu.Unlock()
+	if connected && peer != from {
+		return
+	}
+	dst.deliver(b, from)
 }
 
 func (n *fakeNet) ListenUDP(laddr netip.AddrPort, o SocketOptions) (Socket, error) {
@@ -120,7 +167,21 @@ func (n *fakeNet) ListenUDP(laddr netip.AddrPort, o SocketOptions) (Socket, erro
 		n.next++
 		laddr = netip.AddrPortFrom(laddr.Addr(), n.next)
 	}
+	if laddr.Addr().IsUnspecified() {
+		// A wildcard bind answers on loopback here.
+		a := netip.MustParseAddr("127.0.0.1")
+		if laddr.Addr().Is6() && o.Family == FamilyV6 {
+			a = netip.IPv6Loopback()
+		}
+		laddr = netip.AddrPortFrom(a, laddr.Port())
+	}
 	s := newFakeSocket(laddr)
+	s.wire = n.wire
+	if n.wire != nil {
+		n.wire.mu.Lock()
+		n.wire.bound[laddr] = s
+		n.wire.mu.Unlock()
+	}
 	n.sockets = append(n.sockets, s)
 	return s, nil
 }

@@ -378,7 +378,9 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
 		case dataphase.EvWarning:
-			if s.cfg.Verbose {
+			// OB-UDPST's warnings show with -v; our own errors (a policed
+			// Load Sender, a socket failure) always do.
+			if s.cfg.Verbose || ev.Code == 0 {
 				log.Warn(ev.Text)
 			}
 		case dataphase.EvSubInterval:

@@ -107,7 +107,8 @@ func OpenUDP(laddr netip.AddrPort, o SocketOptions) (*Socket, error) {
 	return s, nil
 }
 
-// LocalAddr returns the bound address (an IPv4-mapped one unmapped).
+// LocalAddr returns the bound address (an IPv4-mapped one unmapped); after
+// Connect, the source address the kernel chose for the peer.
 func (s *Socket) LocalAddr() netip.AddrPort { return s.laddr }
 
 // Peer returns the connected peer (unmapped), or the zero AddrPort.

@@ -189,6 +189,11 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.peer = unmapAddrPort(peer)
 	x.peer4 = IsIPv4Peer(peer)
+	// Connecting picks the source address for the peer; report that one
+	// (a client's JSON names it) rather than the wildcard it was bound to.
+	if sa, err := unix.Getsockname(x.fd); err == nil {
+		s.laddr = addrPortOf(sa)
+	}
 	s.refreshMTU()
 	return nil
 }

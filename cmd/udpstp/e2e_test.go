@@ -298,3 +298,108 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestWildcardServer: a server given no address listens on every address,
+// IPv4 and IPv6 together (one dual-stack socket), and serves both.
+func TestWildcardServer(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port))
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		r, code, out := ourClient(t, "-d", "-t", "5", "-I", "20", "-p", fmt.Sprint(port), host)
+		checkComplete(t, r, code, out, 5)
+	}
+}
+
+// TestJunkAtServer floods a running server's control port with datagrams
+// that are no valid Setup Request while a test runs: the test completes,
+// and the server serves the next one.
+func TestJunkAtServer(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	conn, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stop := make(chan struct{})
+	var sent int
+	go func() {
+		junk := [][]byte{{}, {0xac, 0xe1}, make([]byte, 56), make([]byte, 1500), []byte("GET / HTTP/1.0\r\n\r\n")}
+		bad := make([]byte, 56)
+		copy(bad, []byte{0xac, 0xe1, 0, 20, 0, 1, 0, 1, 1, 0})
+		bad[55] = 1 // a checksum that does not verify
+		junk = append(junk, bad)
+		for i := 0; i < 20000; i++ { // bounded: at most 20000 datagrams
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			conn.Write(junk[i%len(junk)])
+			sent++
+			if i%100 == 99 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	r, code, out := ourClient(t, "-d", "-t", "5", "-p", fmt.Sprint(port), "127.0.0.1")
+	close(stop)
+	checkComplete(t, r, code, out, 5)
+	r, code, out = ourClient(t, "-u", "-t", "5", "-I", "10", "-p", fmt.Sprint(port), "127.0.0.1")
+	checkComplete(t, r, code, out, 5)
+	if strings.Contains(srv.log(), "panic") {
+		t.Errorf("server log mentions a panic:\n%s", srv.log())
+	}
+}
+
+// TestInterruptWritesResult interrupts a client mid-test: it stops, tells
+// the server, and still writes its JSON result file, with ErrorStatus 255
+// and the reason, atomically.
+func TestInterruptWritesResult(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	outFile := filepath.Join(t.TempDir(), "result.json")
+	cmd := exec.Command(udpstpBin, "client", "-d", "-t", "10", "-p", fmt.Sprint(port), "--output", outFile, "127.0.0.1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("client did not end within 5 s of SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 255 {
+		t.Errorf("exit status %d, want 255", code)
+	}
+	b, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatalf("no result file after SIGINT: %v", err)
+	}
+	var r testResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("result file is not JSON: %v\n%s", err, b)
+	}
+	if r.ErrorStatus != 255 || !strings.Contains(r.ErrorMessage, "interrupted") {
+		t.Errorf("ErrorStatus %d, ErrorMessage %q", r.ErrorStatus, r.ErrorMessage)
+	}
+	if len(r.Output.IncrementalResult) < 1 {
+		t.Errorf("the Sub-Intervals measured before the interrupt are missing")
+	}
+	// The server learned of the stop at once, not from its 3 s watchdog.
+	time.Sleep(300 * time.Millisecond)
+	if !strings.Contains(srv.log(), "test ended") {
+		t.Errorf("server did not end the test:\n%s", srv.log())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(outFile))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left next to the result: %v", entries)
+	}
+}

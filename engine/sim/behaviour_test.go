@@ -201,3 +201,63 @@ func TestWatchdog(t *testing.T) {
 		t.Errorf("client warnings %+v, want LOCAL traffic stopped (4)", rc.warns)
 	}
 }
+
+// junkCore puts datagrams that are no valid PDU into every batch its core
+// receives, as a path or an attacker behind the peer's address could.
+type junkCore struct {
+	Core
+	n int
+}
+
+var junkDatagrams = [][]byte{
+	{},
+	{0xbe, 0xef},
+	{0xbe, 0xef, 3, 0, 0, 0, 0, 1, 0, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, // testAction 3
+	{0xfe, 0xed, 0, 2},
+	{0xac, 0xe2, 0, 20},
+	{0xde, 0xad, 0, 20, 1, 0, 0, 0},
+}
+
+func (j *junkCore) Receive(b *dataphase.RecvBatch) {
+	if b.N < dataphase.MaxRecv {
+		d := junkDatagrams[j.n%len(junkDatagrams)]
+		j.n++
+		copy(b.Buf(b.N), d)
+		b.Dgrams[b.N] = dataphase.InDatagram{Len: len(d), Time: b.Pair.Mono}
+		b.N++
+	}
+	j.Core.Receive(b)
+}
+
+// TestJunkInDataPhase feeds invalid datagrams to both ends throughout a
+// test: they are dropped and counted (OB-UDPST's warning 6, at most 10 per
+// Test Connection), and the test still completes, with its statistics
+// untouched.
+func TestJunkInDataPhase(t *testing.T) {
+	for _, up := range []bool{false, true} {
+		s, rc, rs := newPair(up, 5*time.Second)
+		cj, sj := &junkCore{Core: s.Client.Core}, &junkCore{Core: s.Server.Core}
+		s.Client.Core, s.Server.Core = cj, sj
+		s.Run(12 * time.Second)
+		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndStopped {
+			t.Fatalf("up=%v: ends client %v server %v", up, rc.end, rs.end)
+		}
+		if cj.n < 100 || sj.n < 100 {
+			t.Fatalf("up=%v: only %d/%d junk datagrams delivered", up, cj.n, sj.n)
+		}
+		for _, r := range []*record{rc, rs} {
+			if len(r.warns) != dataphase.MaxWarnings {
+				t.Errorf("up=%v: %d warnings, want the cap of %d", up, len(r.warns), dataphase.MaxWarnings)
+			}
+			for _, w := range r.warns {
+				if w.Code != 6 {
+					t.Errorf("up=%v: warning %d %q", up, w.Code, w.Text)
+				}
+			}
+		}
+		_, loss, ooo, dup := totals(rc.subs)
+		if len(rc.subs) != 5 || loss+ooo+dup != 0 {
+			t.Errorf("up=%v: %d Sub-Intervals, loss/ooo/dup %d/%d/%d", up, len(rc.subs), loss, ooo, dup)
+		}
+	}
+}

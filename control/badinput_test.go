@@ -1,0 +1,190 @@
+package control
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// inMemory starts a server on a fake wire and returns it with a client
+// network on the same wire.
+func inMemory(t *testing.T, cfg ServerConfig) (*Server, *fakeNet, *fakeWire, context.CancelFunc) {
+	t.Helper()
+	w := newFakeWire()
+	sn := &fakeNet{wire: w}
+	cfg.BindAddrs = []string{"127.0.0.1"}
+	s, err := NewServer(cfg, sn, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, &fakeNet{wire: w, next: 50000}, w, cancel
+}
+
+func testClientConfig() ClientConfig {
+	c := DefaultClientConfig()
+	c.TestIntTime = 5
+	return c
+}
+
+// TestControlPhaseInMemory runs our client's Control Phase against our
+// server's, with and without a key, and checks what both ends agree on.
+func TestControlPhaseInMemory(t *testing.T) {
+	for _, key := range []string{"", "in-memory-key"} {
+		cfg := DefaultServerConfig()
+		ccfg := testClientConfig()
+		ccfg.Upstream = true
+		ccfg.SRIndex, ccfg.StartIndex = 100, true
+		if key != "" {
+			keys, _ := NewServerKeys(key, nil)
+			cfg.Keys = keys
+			ccfg.Key, ccfg.KeyID = []byte(key), 3
+		}
+		s, cn, _, _ := inMemory(t, cfg)
+		cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 77, func(string) {})
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if !cc.Params.Upstream || cc.Params.SRIndexConf != 100 || !cc.Params.StartIndex || cc.Params.InitialRate != s.table[100] {
+			t.Errorf("key %q: client params %+v", key, cc.Params)
+		}
+		if cc.Params.TestIntTime != 5*time.Second || cc.Params.TrialInt != 50*time.Millisecond {
+			t.Errorf("key %q: durations %v %v", key, cc.Params.TestIntTime, cc.Params.TrialInt)
+		}
+		cc.Sock.Close()
+	}
+}
+
+// junk returns assorted datagrams that are no valid PDU for anyone.
+func junk(r *rand.Rand) [][]byte {
+	out := [][]byte{nil, {0xac}, make([]byte, 55), make([]byte, 57), make([]byte, 104), make([]byte, 2000)}
+	b := make([]byte, SetupLen)
+	copy(b, []byte{0xac, 0xe1, 0, 20, 0, 1, 0, 1, 3}) // cmdRequest 3
+	out = append(out, b)
+	b = (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
+	b[54], b[55] = 0xbe, 0xef // a checksum that does not verify
+	out = append(out, b)
+	for i := 0; i < 20; i++ {
+		b := make([]byte, r.IntN(300))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestServerDropsJunk floods the control socket and a new test socket with
+// datagrams that are no valid request: the server answers none of them,
+// counts them, and still serves the real client.
+func TestServerDropsJunk(t *testing.T) {
+	cfg := DefaultServerConfig()
+	s, cn, w, _ := inMemory(t, cfg)
+	r := rand.New(rand.NewPCG(1, 2))
+	attacker := netip.MustParseAddrPort("127.0.0.1:666")
+	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
+	for _, b := range junk(r) {
+		w.send(b, attacker, ctl)
+	}
+	// Junk aimed at the test socket the real client is about to use.
+	var injected atomic.Bool
+	w.mu.Lock()
+	w.tap = func(b []byte, from, to netip.AddrPort) bool {
+		if from == ctl && len(b) == SetupLen && b[9] == SetupAccepted && !injected.Swap(true) {
+			var resp SetupPDU
+			resp.Decode(b)
+			tp := netip.AddrPortFrom(ctl.Addr(), resp.TestPort)
+			go func() {
+				for _, j := range junk(r) {
+					w.send(j, attacker, tp)
+				}
+			}()
+		}
+		return true
+	}
+	w.mu.Unlock()
+	ccfg := testClientConfig()
+	cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 9, func(string) {})
+	if err != nil {
+		t.Fatalf("the real client was not served: %v", err)
+	}
+	cc.Sock.Close()
+	if n := s.Counters.SetupInvalid.Load(); n < 20 {
+		t.Errorf("%d invalid Setup Requests counted", n)
+	}
+	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
+		if d.addr == attacker {
+			t.Errorf("the server answered junk: %x", d.b)
+		}
+	}
+}
+
+// TestClientIgnoresJunk puts junk in front of the server's answers: the
+// client alerts on what is not a Null PDU, ignores Null PDUs of any length,
+// and completes its activation.
+func TestClientIgnoresJunk(t *testing.T) {
+	cfg := DefaultServerConfig()
+	_, cn, w, _ := inMemory(t, cfg)
+	r := rand.New(rand.NewPCG(3, 4))
+	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
+	w.mu.Lock()
+	w.tap = func(b []byte, from, to netip.AddrPort) bool {
+		if from == ctl {
+			w.bound[to].deliver([]byte{0xde, 0xad, 1}, ctl) // a short "Null PDU": ignored
+			for _, j := range junk(r)[:8] {
+				w.bound[to].deliver(j, ctl)
+			}
+		}
+		return true
+	}
+	w.mu.Unlock()
+	var alerts atomic.Int32
+	ccfg := testClientConfig()
+	cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 9,
+		func(string) { alerts.Add(1) })
+	if err != nil {
+		t.Fatalf("activation failed: %v", err)
+	}
+	cc.Sock.Close()
+	if alerts.Load() < 7 {
+		t.Errorf("%d alerts for 8 junk datagrams", alerts.Load())
+	}
+}
+
+// TestActivationTimeoutReleases: a Setup Request that is never followed by
+// a Test Activation holds a Test Connection and its bandwidth for OB-UDPST's
+// 3 s, then releases both.
+func TestActivationTimeoutReleases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 3 s setup timeout")
+	}
+	cfg := DefaultServerConfig()
+	cfg.MaxBandwidth = 100
+	s, cn, _, _ := inMemory(t, cfg)
+	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	req := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1, ModifierBitmap: SetupJumbo, MaxBandwidth: 60}).Encode(make([]byte, SetupLen))
+	sock.SendTo(req, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port)))
+	time.Sleep(200 * time.Millisecond)
+	if conns, down, _ := s.Active(); conns != 1 || down != 60 {
+		t.Fatalf("after setup: %d connections, %d Mbps down reserved", conns, down)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if conns, down, _ := s.Active(); conns == 0 && down == 0 {
+			if s.Counters.ActivationWait.Load() != 1 {
+				t.Errorf("timeout not counted")
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the unactivated Test Connection was never released")
+}
