@@ -19,12 +19,29 @@ func Mono() Time {
 	return Time(ts.Nano())
 }
 
-// Now reads a Pair: the Test Time Base and, right after it, the wall clock
-// (time.Now uses the vDSO for CLOCK_REALTIME, so the pair is tight).
+// Now reads a Pair: the Test Time Base bracketed by two wall-clock reads
+// (the vDSO serves CLOCK_REALTIME in tens of nanoseconds, the raw clock is
+// a system call). A thread preempted between the reads would skew every
+// conversion made with the pair by the time it lost, so a pair whose
+// bracket is wider than pairSkew is read again (at most a few times), and
+// the wall clock taken is the bracket's midpoint.
 func Now() Pair {
-	m := Mono()
-	return Pair{Mono: m, Wall: time.Now().UnixNano()}
+	var p Pair
+	for try := 0; ; try++ {
+		w1 := time.Now().UnixNano()
+		m := Mono()
+		w2 := time.Now().UnixNano()
+		p = Pair{Mono: m, Wall: w1 + (w2-w1)/2}
+		if w2-w1 <= pairSkew || try == 3 {
+			return p
+		}
+	}
 }
+
+// pairSkew bounds the width of a clock pair's bracket, in nanoseconds: a
+// raw clock read costs about half a microsecond here, a preemption
+// hundreds.
+const pairSkew = 20_000
 
 // MonoIsRaw reports whether the Test Time Base is CLOCK_MONOTONIC_RAW.
 const MonoIsRaw = true

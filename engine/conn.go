@@ -80,6 +80,7 @@ type Conn struct {
 	recv         dataphase.RecvBatch
 	fds          [1]waitFD
 	clk          turnClock
+	progress     *Progress
 	stopped      bool // core.Stop was called
 	readable     bool // read in the next turn
 	worked       bool // the last turn sent, read or reported something

@@ -369,3 +369,37 @@ func TestConnBackoffNoSpin(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestStalledThreads: a thread stuck inside one turn shows in Stalled; a
+// waiting one does not.
+func TestStalledThreads(t *testing.T) {
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	block := make(chan struct{})
+	core := &blockingCore{fakeCore: newFakeCore(time.Millisecond, 0), block: block}
+	c := RunConn(a, core, nil, nil)
+	time.Sleep(20 * time.Millisecond)
+	if n := Stalled(5 * time.Millisecond); n != 0 {
+		t.Errorf("%d threads stalled before the block", n)
+	}
+	core.blockNow.Store(true)
+	time.Sleep(30 * time.Millisecond)
+	if n := Stalled(10 * time.Millisecond); n != 1 {
+		t.Errorf("Stalled = %d with one thread blocked inside a turn", n)
+	}
+	close(block)
+	c.Stop()
+	<-c.Done()
+}
+
+type blockingCore struct {
+	*fakeCore
+	block    chan struct{}
+	blockNow atomic.Bool
+}
+
+func (b *blockingCore) Poll(now clock.Pair, buf *dataphase.SendBuffer) bool {
+	if b.blockNow.Swap(false) {
+		<-b.block
+	}
+	return b.fakeCore.Poll(now, buf)
+}

@@ -20,6 +20,8 @@ func (c *Conn) run() {
 			c.wk.Close()
 		}
 	}()
+	c.progress = registerProgress()
+	defer c.progress.unregister()
 	if err := SetTimerSlack(1); err != nil {
 		c.log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
 	}
@@ -41,6 +43,7 @@ func (c *Conn) loop() {
 		}
 	}()
 	for !c.core.Done() && !c.failed {
+		c.progress.busy()
 		again := c.turn()
 		if c.core.Done() || c.failed {
 			return
@@ -49,6 +52,7 @@ func (c *Conn) loop() {
 			c.readable = true // a turn that does not wait reads anyway
 			continue
 		}
+		c.progress.idle()
 		c.waitTurn()
 	}
 }

@@ -482,9 +482,6 @@ func TestUnsupported(t *testing.T) {
 		{[]string{"client", "-d", "h", "-O", "+meta.csv"}, "--export/-O is not supported yet"},
 		{[]string{"client", "-d", "h", "-E", "eth0"}, "--interface/-E is not supported yet"},
 		{[]string{"client", "-d", "h", "-E", "eth0", "-M"}, "--interface/-E is not supported yet"},
-		{[]string{"client", "-d", "h", "-C", "2"}, "--connections/-C above 1 (a multi-connection test) is not supported yet"},
-		{[]string{"client", "-d", "h", "-C", "1-2"}, "--connections/-C above 1 (a multi-connection test) is not supported yet"},
-		{[]string{"client", "-d", "h1", "h2"}, "more than one server (a multi-connection test) is not supported yet"},
 		{[]string{"server", "-x"}, "--daemon/-x is not supported yet"},
 		{[]string{"server", "-x", "-l", "log"}, "--daemon/-x is not supported yet"},
 		{[]string{"server", "-G", "stats.json"}, "--stats-file/-G is not supported yet"},
@@ -739,6 +736,30 @@ func TestDashHOutsideClient(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"rates", "-h"}, {"version", "-h"}} {
 		if r := run(t, args...); r.code != 0 || !strings.Contains(r.out, "USAGE:") {
 			t.Errorf("%q: exit %d %q, want help", args, r.code, r.msg)
+		}
+	}
+}
+
+// TestConnectionCounts: -C and the server list give OB-UDPST's minimum and
+// maximum connection counts (measurement.md 5.2).
+func TestConnectionCounts(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		min, max int
+	}{
+		{[]string{"-d", "h"}, 1, 1},
+		{[]string{"-d", "h", "-C", "3"}, 3, 3},
+		{[]string{"-d", "h", "-C", "2-4"}, 2, 4},
+		{[]string{"-d", "h1", "h2"}, 2, 2},
+		{[]string{"-d", "h1", "h2", "-C", "1"}, 1, 2},
+		{[]string{"-d", "h1", "h2", "h3", "-C", "2-6"}, 2, 6},
+	} {
+		r := run(t, append([]string{"client"}, tt.args...)...)
+		if r.client == nil {
+			t.Fatalf("%v: %s", tt.args, r.msg)
+		}
+		if r.client.ConnMin != tt.min || r.client.ConnMax != tt.max {
+			t.Errorf("%v: connections %d-%d, want %d-%d", tt.args, r.client.ConnMin, r.client.ConnMax, tt.min, tt.max)
 		}
 	}
 }

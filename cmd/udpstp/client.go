@@ -60,9 +60,6 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 	if err := checkUnsupported(v.c, forClient); err != nil {
 		return nil, lo, err
 	}
-	if err := checkMultiConnection(&cfg); err != nil {
-		return nil, lo, err
-	}
 	if err := clientKey(v, &cfg, keyID); err != nil {
 		return nil, lo, err
 	}
@@ -235,18 +232,6 @@ func checkClient(v optionValues, cfg *control.ClientConfig, keyID int) error {
 	case cfg.CEThresh != 0 && cfg.DSCPECN&3 != 1 && cfg.DSCPECN&3 != 2:
 		return configError("ERROR: Packet marking octet must set ECN bits to ECT(0)/Classic [10] or ECT(1)/L4S [01] (%s needs %s with ECN bits 01 or 10, not 0x%02x)",
 			opt("ecn-ce-threshold"), opt("dscp-ecn"), cfg.DSCPECN)
-	}
-	return nil
-}
-
-// checkMultiConnection refuses tests of more than one Test Connection,
-// which are not done yet. -C 1 against one server is a plain test.
-func checkMultiConnection(cfg *control.ClientConfig) error {
-	switch {
-	case len(cfg.Servers) > 1:
-		return configError("more than one server (a multi-connection test) is not supported yet")
-	case cfg.ConnMax > 1:
-		return configError("%s above 1 (a multi-connection test) is not supported yet", opt("connections"))
 	}
 	return nil
 }

@@ -403,3 +403,97 @@ func TestInterruptWritesResult(t *testing.T) {
 		t.Errorf("temporary files left next to the result: %v", entries)
 	}
 }
+
+// multiResult is the multi-connection part of the client JSON.
+type multiResult struct {
+	ErrorStatus int
+	Input       struct {
+		NumberOfHosts       int
+		NumberOfConnections int
+		MinNumOfConnections int
+		HostList            []struct {
+			Host        string
+			ControlPort int
+		}
+	}
+	Output struct {
+		IncrementalResult []struct{ ActiveConnections int }
+		AtMax             struct{ ActiveConnections int }
+	}
+}
+
+// TestMultiConnection runs one test over several Test Connections: -C 3
+// against one server, four connections round robin over two servers, and
+// -C 2-4 over a live and an unreachable server (the test goes on with the
+// two that came up, as OB-UDPST's does).
+func TestMultiConnection(t *testing.T) {
+	cases := []struct {
+		name    string
+		servers int // live servers
+		dead    bool
+		args    []string
+		status  int
+		hosts   int
+		conns   int
+		active  int
+	}{
+		{"C3-one-server", 1, false, []string{"-d", "-C", "3"}, 0, 1, 3, 3},
+		{"C4-two-servers", 2, false, []string{"-u", "-C", "4"}, 0, 2, 4, 4},
+		{"C2-4-one-unreachable", 1, true, []string{"-d", "-C", "2-4"}, 1, 2, 4, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e2e(t)
+			var hosts []string
+			for i := 0; i < c.servers; i++ {
+				port := freePort(t, "127.0.0.1")
+				spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+				hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", port))
+			}
+			if c.dead {
+				hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", freePort(t, "127.0.0.1")))
+			}
+			args := append(append([]string{"client", "-f", "json", "-t", "5"}, c.args...), hosts...)
+			out, err := exec.Command(udpstpBin, args...).Output()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			var r multiResult
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("not JSON (exit %d): %v\n%s", code, err, out)
+			}
+			if code != c.status || r.ErrorStatus != c.status {
+				t.Fatalf("status %d / %d, want %d\n%s", code, r.ErrorStatus, c.status, out)
+			}
+			if r.Input.NumberOfHosts != c.hosts || len(r.Input.HostList) != c.hosts || r.Input.NumberOfConnections != c.conns {
+				t.Errorf("hosts %d (%d listed), connections %d", r.Input.NumberOfHosts, len(r.Input.HostList), r.Input.NumberOfConnections)
+			}
+			if n := len(r.Output.IncrementalResult); n != 5 {
+				t.Errorf("%d Sub-Intervals, want 5", n)
+			}
+			if r.Output.AtMax.ActiveConnections != c.active {
+				t.Errorf("%d active connections at the maximum, want %d", r.Output.AtMax.ActiveConnections, c.active)
+			}
+		})
+	}
+}
+
+// TestMultiConnectionMinimum: with -C 3 and a server that refuses, the
+// minimum is not met and the run ends with OB-UDPST's ErrorStatus (the
+// refusal's, kept over 200) and no results.
+func TestMultiConnectionMinimum(t *testing.T) {
+	e2e(t)
+	good := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(good), "127.0.0.1")
+	bad := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-j", "-p", fmt.Sprint(bad), "127.0.0.1")
+	r, code, out := ourClient(t, "-d", "-t", "5", "-C", "2",
+		fmt.Sprintf("127.0.0.1:%d", good), fmt.Sprintf("127.0.0.1:%d", bad))
+	if code != 103 || !strings.Contains(r.ErrorMessage, "Minimum required connections (2)") {
+		t.Errorf("status %d, message %q; want 103 and the minimum-connections error\n%s", code, r.ErrorMessage, out)
+	}
+	if len(r.Output.IncrementalResult) != 0 {
+		t.Errorf("results reported for a run below its minimum")
+	}
+}

@@ -107,7 +107,7 @@ var options = []option{
 	{name: "ipv4", letter: "4", role: forBoth, category: catPackets, usage: "use IPv4 only"},
 	{name: "ipv6", letter: "6", role: forBoth, category: catPackets, usage: "use IPv6 only"},
 	{name: "connections", letter: "C", role: forClient, kind: text, lo: 1, hi: control.MaxConnsPerClient, category: catTest,
-		usage: "minimum[-maximum] number of Test Connections, `cnt[-max]` (1-24 each; above 1 not supported yet)", def: "1 per server",
+		usage: "minimum[-maximum] number of Test Connections, `cnt[-max]` (1-24 each)", def: "1 per server",
 		wrongRole: "ERROR: Multi-connection count" + onlyClient},
 	{name: "daemon", letter: "x", role: forServer, category: catService,
 		usage: "run as a background (daemon) process (not supported yet)", wrongRole: "ERROR: Execution as daemon" + onlyServer, unsupported: true},

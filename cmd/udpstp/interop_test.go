@@ -96,3 +96,42 @@ func TestInterop(t *testing.T) {
 		}
 	}
 }
+
+// TestInteropMultiConnection: our client with -C 3 over two OB-UDPST
+// servers, and OB-UDPST's client with -C 3 over two of ours, both
+// directions: every connection comes up and the test completes.
+func TestInteropMultiConnection(t *testing.T) {
+	ob := udpstBin(t)
+	if testing.Short() {
+		t.Skip("interop runs real 5 s tests (skipped with -short)")
+	}
+	e2eSlots <- struct{}{}
+	e2eSlots <- struct{}{}
+	defer func() { <-e2eSlots; <-e2eSlots }()
+	for _, dir := range []string{"-d", "-u"} {
+		for _, pair := range []struct {
+			name           string
+			server, client string
+		}{{"udpstp client, udpst servers", ob, udpstpBin}, {"udpst client, udpstp servers", udpstpBin, ob}} {
+			t.Run(dir+"/"+pair.name, func(t *testing.T) {
+				var hosts []string
+				for i := 0; i < 2; i++ {
+					port := freePort(t, "127.0.0.1")
+					args := []string{"-p", fmt.Sprint(port), "127.0.0.1"}
+					if pair.server == udpstpBin {
+						args = append([]string{"server"}, args...)
+					}
+					spawnServer(t, pair.server, args...)
+					hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", port))
+				}
+				args := append([]string{dir, "-C", "3", "-t", "5"}, hosts...)
+				if pair.client == udpstpBin {
+					args = append([]string{"client"}, args...)
+				}
+				r, code, out := runTestProc(t, pair.client, args...)
+				checkComplete(t, r, code, out, 5)
+				t.Logf("%s %s: max %.2f Mbps over 3 connections", dir, pair.name, r.Output.AtMax.MaxIPLayerCapacity)
+			})
+		}
+	}
+}

@@ -16,6 +16,16 @@ type engineNet struct {
 	log   *slog.Logger
 }
 
+// newServerNet returns the executor the server runs its Data Phases on.
+func newServerNet(lo localOptions, log *slog.Logger) *engineNet {
+	return &engineNet{noGSO: lo.NoGSO, log: log}
+}
+
+// describe says how Data Phases run, for the server's start-up log line.
+func (n *engineNet) describe() string {
+	return "one Engine Thread per Test Connection"
+}
+
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := engine.OpenUDP(laddr, engine.SocketOptions{
 		Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,

@@ -18,13 +18,14 @@ func init() { runServer = serve }
 // Thread.
 func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
 	log := serverLogger(cfg)
-	srv, err := control.NewServer(*cfg, &engineNet{noGSO: lo.NoGSO, log: log}, log)
+	net := newServerNet(lo, log)
+	srv, err := control.NewServer(*cfg, net, log)
 	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), 75)
 	}
 	log.Info("udpstp server started", "version", version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
 		control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion),
-		"listen", srv.Addrs(), "executor", "one Engine Thread per Test Connection",
+		"listen", srv.Addrs(), "executor", net.describe(),
 		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
 		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "gso", !lo.NoGSO)
 	if err := srv.Serve(ctx); err != nil {

@@ -121,7 +121,7 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 		}()
 	}
 	active := n
-	interrupted := false
+	interrupted, belowMin, stopping := false, false, false
 	ctxDone := ctx.Done()
 	var giveUp <-chan time.Time
 	for active > 0 {
@@ -152,9 +152,11 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 				t.col.ConnEnded(false)
 				c.ended = true
 				active--
-				t.col.CheckMinConnections()
+				if t.col.CheckMinConnections() {
+					belowMin = true
+				}
 			case evActivated:
-				if interrupted {
+				if interrupted || stopping {
 					c.cc.Sock.Close()
 					c.ended = true
 					active--
@@ -165,6 +167,22 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 				if t.apply(c, e.ev) {
 					active--
 				}
+			}
+		}
+		if !belowMin && t.col.Active() < max(t.cfg.ConnMin, 1) && t.col.CheckMinConnections() {
+			belowMin = true
+		}
+		if belowMin && !stopping {
+			// Fewer connections than the minimum: the test is over for
+			// all of them (OB-UDPST exits at once, without results).
+			stopping = true
+			for _, c := range conns {
+				if c.dp != nil && !c.ended {
+					c.dp.Stop()
+				}
+			}
+			if giveUp == nil {
+				giveUp = time.After(4 * time.Second)
 			}
 		}
 	}
