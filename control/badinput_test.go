@@ -188,3 +188,52 @@ func TestActivationTimeoutReleases(t *testing.T) {
 	}
 	t.Fatal("the unactivated Test Connection was never released")
 }
+
+// TestLegacyClient plays an OB-UDPST 8.2.0 client (protocol 11) against our
+// server: a 56-byte Setup Request answered without a Null PDU, a 60-byte
+// Test Activation answered in the same length with the Sub-Interval in
+// seconds at offset 14 and the checksum slot at 58, and a legacy Data
+// Phase.
+func TestLegacyClient(t *testing.T) {
+	cfg := DefaultServerConfig()
+	_, cn, _, _ := inMemory(t, cfg)
+	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	fs := sock.(*fakeSocket)
+	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
+	req := (&SetupPDU{ProtocolVer: 11, MCCount: 1, MCIdent: 5, CmdRequest: 1, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
+	sock.SendTo(req, ctl)
+	buf := make([]byte, 2048)
+	n, _, err := sock.RecvFrom(buf, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp SetupPDU
+	if err := resp.Decode(buf[:n]); err != nil || resp.CmdResponse != SetupAccepted || resp.ProtocolVer != 11 {
+		t.Fatalf("setup response %+v, %v", resp, err)
+	}
+	ta := ActivationPDU{ProtocolVer: 11, CmdRequest: ActivationUpstream, LowThresh: 30, UpperThresh: 90, TrialInt: 50,
+		TestIntTime: 5, SubIntPeriodSec: 1, SRIndexConf: 0xFFFF, HighSpeedDelta: 10, SlowAdjThresh: 3, SeqErrThresh: 10, IgnoreOooDup: 1}
+	testPort := netip.AddrPortFrom(ctl.Addr(), resp.TestPort)
+	sock.Connect(testPort)
+	sock.Send(ta.Encode(make([]byte, ActivationLen), true))
+	for {
+		n, _, err = sock.RecvFrom(buf, time.Now().Add(time.Second))
+		if err != nil {
+			t.Fatalf("no activation response: %v (sent %d datagrams)", err, len(fs.sentCopy()))
+		}
+		if IsNullPDU(buf[:n]) {
+			t.Fatal("a Null PDU for a protocol 11 client")
+		}
+		break
+	}
+	if n != ActivationLegacyLen {
+		t.Fatalf("activation response of %d bytes, want 60", n)
+	}
+	var got ActivationPDU
+	if err := got.Decode(buf[:n], true); err != nil || got.CmdResponse != ActivationAccepted || got.SubIntPeriodSec != 1 {
+		t.Fatalf("activation response %+v, %v", got, err)
+	}
+	if got.Rate.TxInterval2 != 50000 {
+		t.Errorf("upstream response without row 0: %+v", got.Rate)
+	}
+}

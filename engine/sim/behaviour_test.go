@@ -261,3 +261,19 @@ func TestJunkInDataPhase(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyDataPhase runs a whole test with protocol 11 framing (168-byte
+// Status PDUs with the padded Sub-Interval block) each way.
+func TestLegacyDataPhase(t *testing.T) {
+	for _, up := range []bool{false, true} {
+		s, rc, rs := newPair(up, 5*time.Second)
+		cp, sp := params(up, false, 5*time.Second), params(up, true, 5*time.Second)
+		cp.Legacy, sp.Legacy = true, true
+		pair := clock.Pair{Mono: Start, Wall: WallBase}
+		s.Client.Core, s.Server.Core = dataphase.NewConn(cp, pair), dataphase.NewConn(sp, pair)
+		s.Run(12 * time.Second)
+		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndStopped || len(rc.subs) != 5 {
+			t.Errorf("up=%v: ends %v/%v, %d Sub-Intervals", up, rc.end, rs.end, len(rc.subs))
+		}
+	}
+}
