@@ -277,3 +277,54 @@ func TestLegacyDataPhase(t *testing.T) {
 		}
 	}
 }
+
+// TestECN: with a CE threshold set, Load PDUs arriving Not-ECT raise the
+// bleaching warnings (LOCAL at the Load Receiver, REMOTE at the sender),
+// and CE-marked ones are counted and make every Trial Interval bad, so the
+// search cannot climb.
+func TestECN(t *testing.T) {
+	run := func(tos uint8) (*record, *record) {
+		cp, sp := params(false, false, 5*time.Second), params(false, true, 5*time.Second)
+		cp.ECNCEThresh, sp.ECNCEThresh = 1, 1
+		pair := clock.Pair{Mono: Start, Wall: WallBase}
+		var rc, rs record
+		s := &Sim{
+			Client: &Endpoint{Core: dataphase.NewConn(cp, pair), OnEvent: rc.on},
+			Server: &Endpoint{Core: dataphase.NewConn(sp, pair), OnEvent: rs.on},
+			Up:     Link{Delay: time.Millisecond},
+			Down:   Link{Delay: time.Millisecond, TOS: tos, HasTOS: true},
+		}
+		s.Run(12 * time.Second)
+		return &rc, &rs
+	}
+	rc, rs := run(0x00) // Not-ECT: bleached on the way
+	if !hasWarning(rc, 7) || !hasWarning(rs, 8) {
+		t.Errorf("bleaching: client warnings %+v, server %+v", rc.warns, rs.warns)
+	}
+	if len(rc.subs) == 0 || !rc.subs[len(rc.subs)-1].Bleached {
+		t.Errorf("Sub-Intervals do not say bleached")
+	}
+	rc, _ = run(0x03) // every Load PDU CE-marked
+	var ce uint32
+	best := 0.0
+	for _, r := range rc.subs {
+		ce += r.CECount
+		best = max(best, mbps(r))
+	}
+	if ce == 0 || best > 1 {
+		t.Errorf("all CE: %d CE counted, maximum %.2f Mbps (the search must not climb)", ce, best)
+	}
+	rc, rs = run(0x02) // ECT(0) all the way: nothing to report
+	if len(rc.warns)+len(rs.warns) != 0 {
+		t.Errorf("ECT(0) path: warnings %+v %+v", rc.warns, rs.warns)
+	}
+}
+
+func hasWarning(r *record, code uint8) bool {
+	for _, w := range r.warns {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
