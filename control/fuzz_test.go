@@ -2,13 +2,10 @@ package control
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
@@ -26,91 +23,6 @@ const (
 	fuzzGoldenSeeds = 4
 	fuzzCorpusSize  = 12
 )
-
-// fuzzGoldenSamples returns up to n distinct captured datagrams with pdu_id id,
-// spread over as many scenarios as possible: the candidates are taken one per
-// scenario in turn (each scenario's capture spread out), and the first pass
-// keeps only one datagram per class (class may be nil), rarest classes first,
-// so that refusals, stops or checksummed PDUs are not crowded out; a second
-// pass fills up in turn order. conv, if not nil, converts each datagram (nil:
-// skip it). It returns nil when the reference data is absent, so fuzz targets
-// can seed from it silently.
-func fuzzGoldenSamples(tb testing.TB, id string, n int, conv func([]byte) []byte, class func([]byte) string) [][]byte {
-	tb.Helper()
-	if _, ok := golden.Dir(); !ok {
-		return nil
-	}
-	files := make([]string, 0, len(golden.CaptureFiles))
-	for f := range golden.CaptureFiles {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	var per [][][]byte
-	for _, sc := range golden.Scenarios(tb) {
-		var all [][]byte
-		for _, f := range files {
-			for _, p := range sc.PDUs(tb, f) {
-				if p.ID == id {
-					all = append(all, p.Bytes)
-				}
-			}
-		}
-		if len(all) > 0 {
-			per = append(per, fuzzSpread(all))
-		}
-	}
-	per = fuzzSpread(per) // interleave downstream, upstream and refusal scenarios
-	seen := map[string]bool{}
-	var ordered [][]byte
-	for round, more := 0, true; more; round++ {
-		more = false
-		for i, list := range per {
-			if round >= len(list) {
-				continue
-			}
-			more = true
-			b := list[(round+i)%len(list)]
-			if conv != nil {
-				if b = conv(b); b == nil {
-					continue
-				}
-			}
-			if !seen[string(b)] {
-				seen[string(b)] = true
-				ordered = append(ordered, b)
-			}
-		}
-	}
-	if class == nil {
-		class = func([]byte) string { return "" }
-	}
-	// First pass: one per class, rarest classes first.
-	count := map[string]int{}
-	for _, b := range ordered {
-		count[class(b)]++
-	}
-	idx := make([]int, len(ordered))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(i, j int) bool { return count[class(ordered[idx[i]])] < count[class(ordered[idx[j]])] })
-	var out [][]byte
-	taken := make([]bool, len(ordered))
-	classes := map[string]bool{}
-	for _, i := range idx {
-		if c := class(ordered[i]); len(out) < n && !classes[c] {
-			classes[c] = true
-			taken[i] = true
-			out = append(out, ordered[i])
-		}
-	}
-	for i, b := range ordered {
-		if len(out) < n && !taken[i] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
 
 // setupClass sorts captured Setup PDUs: request or response, the response
 // code, the auth mode, the length, a checksum. Refusals and crafted requests
@@ -141,28 +53,6 @@ func activationClass(b []byte) string {
 		auth = b[63]
 	}
 	return fmt.Sprint(b[4], b[5], b[25], b[27] != 0, !bytes.Equal(b[28:56], make([]byte, 28)), auth)
-}
-
-// fuzzSpread reorders a list so that its first entries are far apart: the
-// middle one first, then steps of about 0.618 of its length.
-func fuzzSpread[T any](all []T) []T {
-	n := len(all)
-	step := int(float64(n)*0.618) | 1
-	for {
-		a, b := step, n
-		for b != 0 {
-			a, b = b, a%b
-		}
-		if a == 1 {
-			break
-		}
-		step++
-	}
-	out := make([]T, n)
-	for k := range out {
-		out[k] = all[(n/2+k*step)%n]
-	}
-	return out
 }
 
 // activationToLegacy converts a captured v20 Test Activation PDU to the
@@ -295,7 +185,7 @@ func FuzzSetupPDU(f *testing.F) {
 	full := populatedSetup()
 	addSealed(f, full.Encode(make([]byte, SetupLen)))
 	f.Add(req.Encode(make([]byte, SetupLen))[:52]) // protocol 10 size
-	for _, s := range fuzzGoldenSamples(f, "ace1", fuzzGoldenSeeds, nil, setupClass) {
+	for _, s := range golden.Samples(f, "ace1", fuzzGoldenSeeds, nil, setupClass) {
 		f.Add(s)
 	}
 	f.Fuzz(fuzzSetup)
@@ -308,7 +198,7 @@ func FuzzNullPDU(f *testing.F) {
 	addSealed(f, plain.Encode(make([]byte, NullLen)))
 	full := populatedNull()
 	addSealed(f, full.Encode(make([]byte, NullLen)))
-	for _, s := range fuzzGoldenSamples(f, "dead", fuzzGoldenSeeds, nil, nullClass) {
+	for _, s := range golden.Samples(f, "dead", fuzzGoldenSeeds, nil, nullClass) {
 		f.Add(s)
 	}
 	f.Fuzz(fuzzNull)
@@ -327,7 +217,7 @@ func activationSeeds(f *testing.F, legacy bool) {
 	if legacy {
 		conv = activationToLegacy
 	}
-	for _, s := range fuzzGoldenSamples(f, "ace2", fuzzGoldenSeeds, conv, activationClass) {
+	for _, s := range golden.Samples(f, "ace2", fuzzGoldenSeeds, conv, activationClass) {
 		f.Add(s)
 	}
 }
@@ -350,28 +240,6 @@ func FuzzActivationPDULegacy(f *testing.F) {
 // fuzzCorpusEnv enables TestWriteFuzzCorpus.
 const fuzzCorpusEnv = "UDPSTP_WRITE_CORPUS"
 
-// writeFuzzCorpus writes inputs into testdata/fuzz/<name> exactly as `go test
-// -fuzz` writes its findings: the v1 encoding, named by the first 16 hex
-// digits of the SHA-256 of the file's content.
-func writeFuzzCorpus(t *testing.T, name string, inputs [][]byte) {
-	t.Helper()
-	if len(inputs) == 0 {
-		t.Fatalf("%s: no inputs", name)
-	}
-	dir := filepath.Join("testdata", "fuzz", name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range inputs {
-		data := fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", in)
-		path := filepath.Join(dir, fmt.Sprintf("%x", sha256.Sum256(data))[:16])
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("%s: %d files in %s", name, len(inputs), dir)
-}
-
 // TestWriteFuzzCorpus regenerates the committed seed corpora of this
 // package's fuzz targets from the OB-UDPST 9.0.0 captures: up to 12 distinct
 // real PDUs per target, from different scenarios. Existing files are kept
@@ -385,8 +253,8 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	if d, ok := golden.Dir(); !ok {
 		t.Fatalf("OB-UDPST reference data not found at %q", d)
 	}
-	writeFuzzCorpus(t, "FuzzSetupPDU", fuzzGoldenSamples(t, "ace1", fuzzCorpusSize, nil, setupClass))
-	writeFuzzCorpus(t, "FuzzNullPDU", fuzzGoldenSamples(t, "dead", fuzzCorpusSize, nil, nullClass))
-	writeFuzzCorpus(t, "FuzzActivationPDU", fuzzGoldenSamples(t, "ace2", fuzzCorpusSize, nil, activationClass))
-	writeFuzzCorpus(t, "FuzzActivationPDULegacy", fuzzGoldenSamples(t, "ace2", fuzzCorpusSize, activationToLegacy, activationClass))
+	golden.WriteCorpus(t, "FuzzSetupPDU", golden.Samples(t, "ace1", fuzzCorpusSize, nil, setupClass))
+	golden.WriteCorpus(t, "FuzzNullPDU", golden.Samples(t, "dead", fuzzCorpusSize, nil, nullClass))
+	golden.WriteCorpus(t, "FuzzActivationPDU", golden.Samples(t, "ace2", fuzzCorpusSize, nil, activationClass))
+	golden.WriteCorpus(t, "FuzzActivationPDULegacy", golden.Samples(t, "ace2", fuzzCorpusSize, activationToLegacy, activationClass))
 }

@@ -2,13 +2,10 @@ package dataphase
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/udpstp/udpstp/internal/golden"
@@ -28,91 +25,6 @@ const (
 	corpusSize  = 12
 )
 
-// goldenSamples returns up to n distinct captured datagrams with pdu_id id,
-// spread over as many scenarios as possible: the candidates are taken one per
-// scenario in turn (each scenario's capture spread out), and the first pass
-// keeps only one datagram per class (class may be nil), rarest classes first,
-// so that refusals, stops or checksummed PDUs are not crowded out; a second
-// pass fills up in turn order. conv, if not nil, converts each datagram (nil:
-// skip it). It returns nil when the reference data is absent, so fuzz targets
-// can seed from it silently.
-func goldenSamples(tb testing.TB, id string, n int, conv func([]byte) []byte, class func([]byte) string) [][]byte {
-	tb.Helper()
-	if _, ok := golden.Dir(); !ok {
-		return nil
-	}
-	files := make([]string, 0, len(golden.CaptureFiles))
-	for f := range golden.CaptureFiles {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	var per [][][]byte
-	for _, sc := range golden.Scenarios(tb) {
-		var all [][]byte
-		for _, f := range files {
-			for _, p := range sc.PDUs(tb, f) {
-				if p.ID == id {
-					all = append(all, p.Bytes)
-				}
-			}
-		}
-		if len(all) > 0 {
-			per = append(per, corpusSpread(all))
-		}
-	}
-	per = corpusSpread(per) // interleave downstream, upstream and refusal scenarios
-	seen := map[string]bool{}
-	var ordered [][]byte
-	for round, more := 0, true; more; round++ {
-		more = false
-		for i, list := range per {
-			if round >= len(list) {
-				continue
-			}
-			more = true
-			b := list[(round+i)%len(list)]
-			if conv != nil {
-				if b = conv(b); b == nil {
-					continue
-				}
-			}
-			if !seen[string(b)] {
-				seen[string(b)] = true
-				ordered = append(ordered, b)
-			}
-		}
-	}
-	if class == nil {
-		class = func([]byte) string { return "" }
-	}
-	// First pass: one per class, rarest classes first.
-	count := map[string]int{}
-	for _, b := range ordered {
-		count[class(b)]++
-	}
-	idx := make([]int, len(ordered))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(i, j int) bool { return count[class(ordered[idx[i]])] < count[class(ordered[idx[j]])] })
-	var out [][]byte
-	taken := make([]bool, len(ordered))
-	classes := map[string]bool{}
-	for _, i := range idx {
-		if c := class(ordered[i]); len(out) < n && !classes[c] {
-			classes[c] = true
-			taken[i] = true
-			out = append(out, ordered[i])
-		}
-	}
-	for i, b := range ordered {
-		if len(out) < n && !taken[i] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // loadClass sorts captured Load PDUs by what changes the decoder's path or
 // the sender's state: stop flags, reported status loss, a checksum.
 func loadClass(b []byte) string {
@@ -130,28 +42,6 @@ func statusClass(b []byte) string {
 	}
 	tail := len(b) == StatusLen && !bytes.Equal(b[188:], make([]byte, 16))
 	return fmt.Sprint(b[2], b[3], !bytes.Equal(b[8:36], make([]byte, 28)), b[36]|b[37]|b[38]|b[39] != 0, tail)
-}
-
-// corpusSpread reorders a list so that its first entries are far apart: the
-// middle one first, then steps of about 0.618 of its length.
-func corpusSpread[T any](all []T) []T {
-	n := len(all)
-	step := int(float64(n)*0.618) | 1
-	for corpusGCD(step, n) != 1 {
-		step++
-	}
-	out := make([]T, n)
-	for k := range out {
-		out[k] = all[(n/2+k*step)%n]
-	}
-	return out
-}
-
-func corpusGCD(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // statusToLegacy converts a captured v20 Status PDU to the 168-byte form a
@@ -227,7 +117,7 @@ func FuzzLoadPDU(f *testing.F) {
 		f.Add(append([]byte(nil), b[:]...))
 	}
 	f.Add([]byte{0xbe, 0xef})
-	for _, s := range goldenSamples(f, "beef", goldenSeeds, nil, loadClass) {
+	for _, s := range golden.Samples(f, "beef", goldenSeeds, nil, loadClass) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -324,7 +214,7 @@ func statusSeeds(f *testing.F, legacy bool) {
 	if legacy {
 		conv = statusToLegacy
 	}
-	for _, s := range goldenSamples(f, "feed", goldenSeeds, conv, statusClass) {
+	for _, s := range golden.Samples(f, "feed", goldenSeeds, conv, statusClass) {
 		f.Add(s)
 	}
 }
@@ -348,28 +238,6 @@ func FuzzStatusPDULegacy(f *testing.F) {
 // corpusEnv enables TestWriteFuzzCorpus.
 const corpusEnv = "UDPSTP_WRITE_CORPUS"
 
-// writeCorpus writes inputs into testdata/fuzz/<name> exactly as `go test
-// -fuzz` writes its findings: the v1 encoding, named by the first 16 hex
-// digits of the SHA-256 of the file's content.
-func writeCorpus(t *testing.T, name string, inputs [][]byte) {
-	t.Helper()
-	if len(inputs) == 0 {
-		t.Fatalf("%s: no inputs", name)
-	}
-	dir := filepath.Join("testdata", "fuzz", name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range inputs {
-		data := fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", in)
-		path := filepath.Join(dir, fmt.Sprintf("%x", sha256.Sum256(data))[:16])
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("%s: %d files in %s", name, len(inputs), dir)
-}
-
 // TestWriteFuzzCorpus regenerates the committed seed corpora of this
 // package's fuzz targets from the OB-UDPST 9.0.0 captures: up to 12 distinct
 // real PDUs per target, from different scenarios. Existing files are kept
@@ -383,7 +251,7 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	if d, ok := golden.Dir(); !ok {
 		t.Fatalf("OB-UDPST reference data not found at %q", d)
 	}
-	writeCorpus(t, "FuzzLoadPDU", goldenSamples(t, "beef", corpusSize, nil, loadClass))
-	writeCorpus(t, "FuzzStatusPDU", goldenSamples(t, "feed", corpusSize, nil, statusClass))
-	writeCorpus(t, "FuzzStatusPDULegacy", goldenSamples(t, "feed", corpusSize, statusToLegacy, statusClass))
+	golden.WriteCorpus(t, "FuzzLoadPDU", golden.Samples(t, "beef", corpusSize, nil, loadClass))
+	golden.WriteCorpus(t, "FuzzStatusPDU", golden.Samples(t, "feed", corpusSize, nil, statusClass))
+	golden.WriteCorpus(t, "FuzzStatusPDULegacy", golden.Samples(t, "feed", corpusSize, statusToLegacy, statusClass))
 }
