@@ -17,6 +17,10 @@ import (
 // read 30 ms after it arrived carries a time 30 ms before the batch's pair.
 func TestKernelTimestamp(t *testing.T) {
 	a, b := openPair(t, "127.0.0.1:0", SocketOptions{})
+	// Enabling SO_TIMESTAMPNS turns on the kernel's receive timestamps
+	// through a deferred static key; until that work runs, an skb is
+	// stamped when it is read, not when it arrives. Give it time first.
+	time.Sleep(50 * time.Millisecond)
 	var sb dataphase.SendBuffer
 	var rb dataphase.RecvBatch
 	fillPlan(&sb, 1, 0, 100, 100)

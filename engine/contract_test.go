@@ -368,8 +368,10 @@ func TestContractCatchUpUnderStall(t *testing.T) {
 			// At ~300 Mbps (1.5 s of ramp: transmitter 1 every 100 us),
 			// 30 ms owe ~300 Bursts of transmitter 1 and 30 of
 			// transmitter 2; all but about a millisecond's worth are
-			// skipped. A real executor may skip a few more around it.
-			if skipped < 250 || skipped > 400 {
+			// skipped. The simulator stalls only there, so its count is
+			// exact; a real thread on a shared machine is also late
+			// elsewhere, so only the stall's own share is its floor.
+			if skipped < 250 || (x.name() == "simulator" && skipped > 400) {
 				t.Errorf("skipped %d Bursts over a 30 ms stall", skipped)
 			}
 			if spy.max > dataphase.MaxPlan {

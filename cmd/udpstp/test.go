@@ -169,7 +169,7 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 				}
 			}
 		}
-		if !belowMin && t.col.Active() < max(t.cfg.ConnMin, 1) && t.col.CheckMinConnections() {
+		if !belowMin && !interrupted && t.col.Active() < max(t.cfg.ConnMin, 1) && t.col.CheckMinConnections() {
 			belowMin = true
 		}
 		if belowMin && !stopping {
@@ -305,7 +305,10 @@ func (t *clientTest) apply(c *connState, ev dataphase.Event) bool {
 		case dataphase.EndStopped:
 			t.col.ConnEnded(true)
 		case dataphase.EndLocalStop:
-			t.col.ConnEnded(false)
+			// Our own interrupt: the results so far stand (the run then
+			// ends with ErrorStatus 255), unlike a connection the network
+			// lost, which counts against the minimum.
+			t.col.ConnEnded(true)
 		default:
 			t.col.ConnEnded(false)
 			t.col.CheckMinConnections()
