@@ -1,6 +1,10 @@
 package control
 
-import "sync"
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
 
 // admission keeps the server's budget: Test Connection slots and, with -B,
 // one bandwidth pool per direction (wire.md 2.1.2, measurement.md 8.1).
@@ -10,6 +14,7 @@ type admission struct {
 	maxBW    int // Mbps per direction; 0: no bandwidth Admission
 	conns    int
 	used     [2]int // [downstream, upstream] Mbps reserved
+	peak     [3]int // most conns, down, up in use since the last peaks()
 }
 
 // grant is one accepted Test Connection's reservation.
@@ -53,6 +58,7 @@ func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 	}
 	a.conns++
 	a.used[dirIndex(maxBandwidth)] += g.mbw
+	a.notePeak()
 	return g, 0
 }
 
@@ -82,4 +88,119 @@ func dirIndex(maxBandwidth uint16) int {
 		return 1
 	}
 	return 0
+}
+
+// peaks returns the most Test Connections and bandwidth per direction in
+// use at once since the last call, and starts the next period at the
+// values in use now (the -G records' "maximum allocated").
+func (a *admission) peaks() (conns, down, up int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	conns, down, up = a.peak[0], a.peak[1], a.peak[2]
+	a.peak = [3]int{a.conns, a.used[0], a.used[1]}
+	return conns, down, up
+}
+
+// notePeak raises the peaks to the values in use; a.mu is held.
+func (a *admission) notePeak() {
+	a.peak[0] = max(a.peak[0], a.conns)
+	a.peak[1] = max(a.peak[1], a.used[0])
+	a.peak[2] = max(a.peak[2], a.used[1])
+}
+
+// sourceLimiter bounds the Setup Requests each source may have handled: a
+// token bucket per source address (an IPv6 source by its /64, which one
+// host usually owns whole), refilled at rate per second up to burst.
+// Requests beyond it are dropped before they are even decoded, so a flood
+// from one source costs neither sockets nor HMAC checks, and other sources
+// keep getting in. The table is bounded: when full, sources whose bucket
+// has refilled are forgotten, and if none has, new sources share one
+// bucket until room is made.
+type sourceLimiter struct {
+	mu      sync.Mutex
+	rate    float64 // tokens per second; 0: no limit
+	burst   float64
+	buckets map[netip.Addr]*bucket
+	shared  bucket // for new sources while the table is full
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+	warned bool // the source was reported as limited since it last had a full bucket
+}
+
+// maxLimitedSources bounds the per-source table.
+const maxLimitedSources = 4096
+
+func newSourceLimiter(rate float64, burst int) *sourceLimiter {
+	if rate <= 0 {
+		return &sourceLimiter{}
+	}
+	b := float64(max(burst, 1))
+	return &sourceLimiter{rate: rate, burst: b, buckets: map[netip.Addr]*bucket{}, shared: bucket{tokens: b}}
+}
+
+// sourceKey is the address a source is limited by.
+func sourceKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// allow takes a token for a request from src at now. It reports whether
+// the request may be handled and, when it may not, whether this is the
+// first refusal since the source last had a full bucket (worth one log
+// line).
+func (l *sourceLimiter) allow(src netip.Addr, now time.Time) (ok, first bool) {
+	if l == nil || l.rate <= 0 {
+		return true, false
+	}
+	key := sourceKey(src)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		if len(l.buckets) >= maxLimitedSources {
+			l.prune(now)
+		}
+		if len(l.buckets) >= maxLimitedSources {
+			b = &l.shared
+		} else {
+			b = &bucket{tokens: l.burst, last: now}
+			l.buckets[key] = b
+		}
+	}
+	l.refill(b, now)
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, false
+	}
+	first = !b.warned
+	b.warned = true
+	return false, first
+}
+
+func (l *sourceLimiter) refill(b *bucket, now time.Time) {
+	if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
+	}
+	b.last = now
+	if b.tokens >= l.burst {
+		b.warned = false
+	}
+}
+
+// prune forgets the sources whose bucket is full again: they are no
+// different from a source never seen.
+func (l *sourceLimiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		l.refill(b, now)
+		if b.tokens >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
 }

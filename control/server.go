@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,16 +23,55 @@ import (
 // ServerCounters count what the server's Control Phase saw, for logs and
 // statistics. Every refusal is counted by its code.
 type ServerCounters struct {
-	SetupRequests   atomic.Uint64
-	SetupInvalid    atomic.Uint64 // dropped silently: length, identifier, cmdRequest, checksum
-	Accepted        atomic.Uint64
-	Rejected        [14]atomic.Uint64 // by Setup code
-	LegacyAccepted  atomic.Uint64
-	ActivationWait  atomic.Uint64 // Test Connections released without an activation
-	ActivationBad   atomic.Uint64 // invalid or unauthenticated Test Activation Requests
-	Activated       atomic.Uint64
-	EndedByReason   [8]atomic.Uint64
-	ActiveDataPhase atomic.Int64
+	SetupRequests    atomic.Uint64 // every datagram on a control socket
+	SetupRateLimited atomic.Uint64 // dropped undecoded: its source exceeded its Setup Request rate
+	SetupInvalid     atomic.Uint64 // dropped silently: length, identifier, cmdRequest, checksum
+	Accepted         atomic.Uint64
+	Rejected         [14]atomic.Uint64 // by Setup code
+	LegacyAccepted   atomic.Uint64
+	ActivationWait   atomic.Uint64 // Test Connections released without an activation
+	ActivationBad    atomic.Uint64 // invalid or unauthenticated Test Activation Requests
+	Activated        atomic.Uint64
+	EndedByReason    [8]atomic.Uint64
+	ActiveDataPhase  atomic.Int64
+
+	// ActivationRequests counts valid Test Activation Requests, before
+	// their authentication is checked.
+	ActivationRequests atomic.Uint64
+	// Invalid control PDUs (Setup and Test Activation Requests) by what
+	// failed: the length, the checksum, anything else.
+	InvalidSize, InvalidChecksum, InvalidFormat atomic.Uint64
+	// Authentication failures of Setup (codes 7 and 8, also in Rejected)
+	// and Test Activation Requests: a digest no key matches, a time
+	// outside the window.
+	AuthFailure, AuthTime atomic.Uint64
+	// Running Data Phases by direction.
+	RunningDown, RunningUp atomic.Int64
+
+	Data DataCounters
+}
+
+// DataCounters add up what the Data Phases report in their events (the
+// -G file's traffic figures). They come from Status PDUs, so they are
+// what each receiving end counted: the load the server sent as its
+// clients received it, and the load the server received.
+type DataCounters struct {
+	StatusSent, StatusReceived atomic.Uint64 // Status PDUs sent and (valid) received
+	// The server's load as its clients reported receiving it; TxIPBytes
+	// counts IP and UDP headers too (28 bytes, 48 for IPv6).
+	TxDatagrams, TxIPBytes, TxLoss, TxOooDup atomic.Uint64
+	// The load the server received, as its Status PDUs reported it.
+	RxDatagrams, RxIPBytes, RxLoss, RxOooDup atomic.Uint64
+	// Status PDUs lost (a reordered one counts 65535, as in OB-UDPST):
+	// those sent to us (local) and those we sent (remote, as the peer
+	// reported); and the "traffic has completely stopped" events.
+	LocalStatusLoss, RemoteStatusLoss   atomic.Uint64
+	LocalTrafficStop, RemoteTrafficStop atomic.Uint64
+	// Invalid Load and Status PDUs by what failed. They come from the Data
+	// Phase's warnings, which stop at dataphase.MaxWarnings per Test
+	// Connection: lower bounds.
+	LoadInvalidSize, LoadInvalidFormat     atomic.Uint64
+	StatusInvalidSize, StatusInvalidFormat atomic.Uint64
 }
 
 // Server is the Control Phase of `udpstp server`: it takes Setup Requests on
@@ -43,6 +84,9 @@ type Server struct {
 	table []dataphase.SendingRate
 	adm   admission
 	ctl   []Socket
+	keys  atomic.Pointer[ServerKeys] // cfg.Keys, replaced by SetKeys
+	limit *sourceLimiter
+	grace time.Duration
 
 	Counters ServerCounters
 
@@ -62,22 +106,61 @@ type serverConn struct {
 	grant grant
 	peer  netip.AddrPort
 	dp    DataPhase
+	log   connLog
 }
+
+// ServerOptions are a Server's service settings beyond ServerConfig.
+type ServerOptions struct {
+	// Sockets, if any, are the control sockets, already open and bound
+	// (systemd's socket activation); the Server owns them from then on.
+	// Without them NewServerWith binds per cfg.
+	Sockets []Socket
+	// SetupRate limits the Setup Requests handled per source address (an
+	// IPv6 source by its /64) to SetupRate per second, in bursts of up to
+	// SetupBurst; the others are dropped unanswered and counted in
+	// SetupRateLimited. 0: no limit.
+	SetupRate  float64
+	SetupBurst int
+	// ShutdownGrace bounds how long Serve waits, once stopped, for the
+	// running tests to finish their stop handshake; 0: DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+}
+
+// DefaultShutdownGrace is how long a stopping server waits for the stop
+// handshakes of its running tests: they take a few Trial Intervals, and
+// the whole shutdown stays within 5 s.
+const DefaultShutdownGrace = 4 * time.Second
 
 // NewServer opens the control sockets. Nothing is answered until Serve.
 func NewServer(cfg ServerConfig, n Network, log *slog.Logger) (*Server, error) {
+	return NewServerWith(cfg, n, log, ServerOptions{})
+}
+
+// NewServerWith is NewServer with service options: control sockets opened
+// by someone else, a per-source limit on Setup Requests.
+func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOptions) (*Server, error) {
 	s := &Server{
 		cfg:    cfg,
 		net:    n,
 		log:    log,
 		table:  dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
 		adm:    admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
+		limit:  newSourceLimiter(o.SetupRate, o.SetupBurst),
+		grace:  o.ShutdownGrace,
 		active: map[*serverConn]struct{}{},
 		ended:  make(chan struct{}),
 		now:    time.Now,
 	}
+	s.keys.Store(cfg.Keys)
+	if s.grace <= 0 {
+		s.grace = DefaultShutdownGrace
+	}
 	if s.adm.maxConns <= 0 {
 		s.adm.maxConns = MaxConnsPerServer
+	}
+	if len(o.Sockets) > 0 {
+		s.ctl = append(s.ctl, o.Sockets...)
+		return s, nil
 	}
 	addrs, err := controlAddrs(cfg)
 	if err != nil {
@@ -174,7 +257,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.closeControl()
 	rw.Wait()
-	s.shutdown(5 * time.Second)
+	s.shutdown(s.grace)
 	return nil
 }
 
@@ -219,6 +302,15 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			}
 			continue
 		}
+		s.Counters.SetupRequests.Add(1)
+		if ok, first := s.limit.allow(from.Addr(), time.Now()); !ok {
+			s.Counters.SetupRateLimited.Add(1)
+			if first {
+				s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
+					"rate_per_s", s.limit.rate, "burst", s.limit.burst)
+			}
+			continue
+		}
 		s.handleSetup(c, buf[:n], from)
 	}
 }
@@ -226,23 +318,25 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 // handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
 // answers it.
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
-	s.Counters.SetupRequests.Add(1)
 	var req SetupPDU
 	if err := req.Decode(b); err != nil {
 		// Dropped without an answer, as OB-UDPST does.
 		s.Counters.SetupInvalid.Add(1)
+		s.countInvalid(err)
 		s.log.Debug("invalid setup request dropped", "from", from, "err", err)
 		return
 	}
 	now := s.now()
 	code := req.CmdResponse // a non-zero value in a request comes back as the answer
 	var keys SessionKeys
-	checked := s.cfg.Keys.Checked(b)
+	serverKeys := s.keys.Load() // one key set for the whole request, whatever SetKeys does meanwhile
+	checked := serverKeys.Checked(b)
 	authErr := false
 	if checked {
 		var c uint8
-		if keys, c = s.cfg.Keys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
+		if keys, c = serverKeys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
 			code, authErr = c, true
+			s.countAuth(c)
 		}
 	}
 	if !authErr {
@@ -260,7 +354,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 		default:
 			if c := s.adm.checkBandwidth(req.MaxBandwidth); c != 0 {
 				code = c
-			} else if c := s.cfg.Keys.CheckMode(req.AuthMode); c != 0 {
+			} else if c := serverKeys.CheckMode(req.AuthMode); c != 0 {
 				code = c
 			}
 		}
@@ -322,7 +416,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 			s.log.Debug("cannot send null request", "to", from, "err", err)
 		}
 	}
-	sc := &serverConn{sock: sock, grant: g, peer: from}
+	sc := &serverConn{sock: sock, grant: g, peer: from, log: connLog{log: s.log.With("peer", from, "test_port", sock.LocalAddr().Port())}}
 	s.mu.Lock()
 	s.active[sc] = struct{}{}
 	s.mu.Unlock()
@@ -371,9 +465,21 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	s.Counters.Activated.Add(1)
 	s.Counters.ActiveDataPhase.Add(1)
 	defer s.Counters.ActiveDataPhase.Add(-1)
+	running := &s.Counters.RunningDown
+	if !core.LoadSender() {
+		running = &s.Counters.RunningUp
+	}
+	running.Add(1)
+	defer running.Add(-1)
 	log := s.log.With("peer", peer, "test_port", sc.sock.LocalAddr().Port())
+	sc.log.log = log
+	hdr := uint64(28)
+	if !IsIPv4(peer) {
+		hdr = 48
+	}
 	var endReason atomic.Uint32
 	onEvent := func(ev dataphase.Event) {
+		s.countEvent(&ev, hdr)
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
@@ -381,7 +487,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 			// OB-UDPST's warnings show with -v; our own errors (a policed
 			// Load Sender, a socket failure) always do.
 			if s.cfg.Verbose || ev.Code == 0 {
-				log.Warn(ev.Text)
+				sc.log.warn(ev.Text)
 			}
 		case dataphase.EvSubInterval:
 			if s.cfg.Verbose && !s.cfg.NoSubInt {
@@ -445,19 +551,22 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		var ta ActivationPDU
 		if err := ta.Decode(b, legacy); err != nil {
 			s.Counters.ActivationBad.Add(1)
+			s.countInvalid(err)
 			s.log.Debug("invalid test activation dropped", "from", from, "err", err)
 			continue
 		}
+		s.Counters.ActivationRequests.Add(1)
 		if !legacy && req.AuthMode == AuthControl {
 			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
 			if c := VerifyRequest(b, keys, s.now()); c != 0 {
 				s.Counters.ActivationBad.Add(1)
-				s.log.Error("test activation request failed authentication", "from", from, "code", c)
+				s.countAuth(c)
+				sc.log.error("test activation request failed authentication", "from", from, "code", c)
 				continue
 			}
 		}
 		if err := sc.sock.Connect(from); err != nil {
-			s.log.Error("cannot connect test socket", "peer", from, "err", err)
+			sc.log.error("cannot connect test socket", "peer", from, "err", err)
 			return nil, netip.AddrPort{}, false
 		}
 		v4 := IsIPv4(from)
@@ -472,7 +581,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		if ta.DSCPECN != 0 {
 			// The response already goes out marked (wire.md 1.5 step 5).
 			if err := sc.sock.SetTOS(ta.DSCPECN, v4); err != nil {
-				s.log.Warn("cannot set DSCP/ECN; granting 0", "err", err)
+				sc.log.warn("cannot set DSCP/ECN; granting 0", "err", err)
 				ta.DSCPECN, ta.ECNCEThresh = 0, 0
 			}
 		}
@@ -482,7 +591,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		}
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
 		if err := sc.sock.Send(out); err != nil {
-			s.log.Error("cannot send test activation response", "peer", from, "err", err)
+			sc.log.error("cannot send test activation response", "peer", from, "err", err)
 			return nil, netip.AddrPort{}, false
 		}
 		return dataphase.NewConn(p, clock.Now()), from, true
@@ -530,4 +639,215 @@ func activationParams(ta *ActivationPDU, legacy bool) dataphase.Params {
 		p.ECNCEThresh = ta.ECNCEThresh
 	}
 	return p
+}
+
+// SetKeys replaces the keys Setup Requests are checked with, as a reload
+// of the key files does; nil turns authentication off. It is safe while
+// the server runs: a request in progress finishes with the keys it
+// started with, and running Test Connections keep the session keys they
+// were set up with.
+func (s *Server) SetKeys(k *ServerKeys) { s.keys.Store(k) }
+
+// Keys returns the keys Setup Requests are checked with now.
+func (s *Server) Keys() *ServerKeys { return s.keys.Load() }
+
+// Peaks returns the most Test Connections and bandwidth per direction
+// (Mbps) reserved at once since the previous call, and starts the next
+// period.
+func (s *Server) Peaks() (conns, downMbps, upMbps int) { return s.adm.peaks() }
+
+// countInvalid counts an invalid control PDU by what failed.
+func (s *Server) countInvalid(err error) {
+	var pe *dataphase.PDUError
+	switch {
+	case errors.As(err, &pe) && pe.Field == "length":
+		s.Counters.InvalidSize.Add(1)
+	case errors.As(err, &pe) && pe.Field == "checkSum":
+		s.Counters.InvalidChecksum.Add(1)
+	default:
+		s.Counters.InvalidFormat.Add(1)
+	}
+}
+
+// countAuth counts an authentication failure by its code.
+func (s *Server) countAuth(code uint8) {
+	if code == SetupAuthTime {
+		s.Counters.AuthTime.Add(1)
+	} else {
+		s.Counters.AuthFailure.Add(1)
+	}
+}
+
+// countEvent adds a Data Phase event to the data counters. It runs on the
+// executor's thread for every event, so it only adds.
+func (s *Server) countEvent(ev *dataphase.Event, hdr uint64) {
+	d := &s.Counters.Data
+	switch ev.Kind {
+	case dataphase.EvTrial:
+		t := &ev.Trial
+		ip := uint64(t.Bytes) + uint64(t.Datagrams)*hdr
+		if t.Sent {
+			// Our Status PDU: what we received in its Trial Interval.
+			d.StatusSent.Add(1)
+			d.RxDatagrams.Add(uint64(t.Datagrams))
+			d.RxIPBytes.Add(ip)
+			d.RxLoss.Add(uint64(t.Loss))
+			d.RxOooDup.Add(uint64(t.Ooo) + uint64(t.Dup))
+		} else {
+			// The peer's Status PDU: what it received of our load.
+			d.StatusReceived.Add(1)
+			d.TxDatagrams.Add(uint64(t.Datagrams))
+			d.TxIPBytes.Add(ip)
+			d.TxLoss.Add(uint64(t.Loss))
+			d.TxOooDup.Add(uint64(t.Ooo) + uint64(t.Dup))
+		}
+	case dataphase.EvWarning:
+		switch ev.Code {
+		case 2:
+			d.LocalStatusLoss.Add(statusLossCount(ev.Text))
+		case 3:
+			d.RemoteStatusLoss.Add(statusLossCount(ev.Text))
+		case 4:
+			d.LocalTrafficStop.Add(1)
+		case 5:
+			d.RemoteTrafficStop.Add(1)
+		case 6:
+			countInvalidData(d, ev.Text)
+		}
+	}
+}
+
+// statusLossCount reads the count of a "... messages lost (n)" warning; a
+// reordered Status PDU ("OoO/Dup") counts 65535, as OB-UDPST sums it.
+func statusLossCount(text string) uint64 {
+	i := strings.LastIndexByte(text, '(')
+	j := strings.LastIndexByte(text, ')')
+	if i < 0 || j <= i {
+		return 1
+	}
+	v := text[i+1 : j]
+	if v == "OoO/Dup" {
+		return uint64(dataphase.SpduSeqErrOoO)
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return 1
+	}
+	return n
+}
+
+// countInvalidData classifies the Data Phase's "Received invalid load|status
+// PDU (size,...)" warning: a size no valid PDU has, or anything else
+// (format or checksum, which the warning does not tell apart).
+func countInvalidData(d *DataCounters, text string) {
+	load := strings.Contains(text, "invalid load")
+	size := -1
+	if i := strings.LastIndexByte(text, '('); i >= 0 {
+		if j := strings.IndexByte(text[i:], ','); j > 0 {
+			size, _ = strconv.Atoi(text[i+1 : i+j])
+		}
+	}
+	switch {
+	case load && size >= 0 && size < dataphase.LoadHeaderLen:
+		d.LoadInvalidSize.Add(1)
+	case load:
+		d.LoadInvalidFormat.Add(1)
+	case size >= 0 && size != dataphase.StatusLen && size != dataphase.StatusLegacyLen:
+		d.StatusInvalidSize.Add(1)
+	default:
+		d.StatusInvalidFormat.Add(1)
+	}
+}
+
+// connLog writes one Test Connection's warnings and errors, at most
+// dataphase.MaxWarnings of them (the Data Phase's own cap, which its
+// warnings count against too), then one line saying the rest is
+// suppressed: a misbehaving or hostile peer cannot flood the log.
+type connLog struct {
+	log  *slog.Logger
+	used atomic.Int32
+}
+
+func (l *connLog) warn(msg string, args ...any)  { l.emit(slog.LevelWarn, msg, args) }
+func (l *connLog) error(msg string, args ...any) { l.emit(slog.LevelError, msg, args) }
+
+func (l *connLog) emit(level slog.Level, msg string, args []any) {
+	switch n := l.used.Add(1); {
+	case n <= dataphase.MaxWarnings:
+		l.log.Log(context.Background(), level, msg, args...)
+	case n == dataphase.MaxWarnings+1:
+		l.log.Warn("further warnings of this Test Connection suppressed", "limit", dataphase.MaxWarnings)
+	}
+}
+
+// ServerSnapshot is a copy of a Server's counters and state at one time
+// (the -G records, the service status line).
+type ServerSnapshot struct {
+	Running, RunningDown, RunningUp int // Test Connections in the Data Phase
+	Reserved                        int // Test Connections holding a slot (also awaiting activation)
+	DownMbps, UpMbps                int // bandwidth reserved per direction
+
+	SetupRequests, SetupRateLimited, SetupInvalid uint64
+	Accepted, LegacyAccepted                      uint64
+	Rejected                                      [14]uint64
+	ActivationRequests, Activated                 uint64
+	ActivationWait, ActivationBad                 uint64
+	InvalidSize, InvalidChecksum, InvalidFormat   uint64
+	AuthFailure, AuthTime                         uint64
+	EndedByReason                                 [8]uint64
+
+	Data DataTotals
+}
+
+// DataTotals are DataCounters read at one time.
+type DataTotals struct {
+	StatusSent, StatusReceived               uint64
+	TxDatagrams, TxIPBytes, TxLoss, TxOooDup uint64
+	RxDatagrams, RxIPBytes, RxLoss, RxOooDup uint64
+	LocalStatusLoss, RemoteStatusLoss        uint64
+	LocalTrafficStop, RemoteTrafficStop      uint64
+	LoadInvalidSize, LoadInvalidFormat       uint64
+	StatusInvalidSize, StatusInvalidFormat   uint64
+}
+
+// RejectedTotal is the number of Setup Requests answered with a refusal.
+func (n *ServerSnapshot) RejectedTotal() uint64 {
+	var t uint64
+	for _, v := range n.Rejected {
+		t += v
+	}
+	return t
+}
+
+// Snapshot reads the counters (each atomically; the set is not one
+// instant, which for statistics does not matter).
+func (s *Server) Snapshot() ServerSnapshot {
+	c := &s.Counters
+	var n ServerSnapshot
+	n.Reserved, n.DownMbps, n.UpMbps = s.adm.snapshot()
+	n.RunningDown, n.RunningUp = int(c.RunningDown.Load()), int(c.RunningUp.Load())
+	n.Running = n.RunningDown + n.RunningUp
+	n.SetupRequests, n.SetupRateLimited, n.SetupInvalid = c.SetupRequests.Load(), c.SetupRateLimited.Load(), c.SetupInvalid.Load()
+	n.Accepted, n.LegacyAccepted = c.Accepted.Load(), c.LegacyAccepted.Load()
+	for i := range c.Rejected {
+		n.Rejected[i] = c.Rejected[i].Load()
+	}
+	n.ActivationRequests, n.Activated = c.ActivationRequests.Load(), c.Activated.Load()
+	n.ActivationWait, n.ActivationBad = c.ActivationWait.Load(), c.ActivationBad.Load()
+	n.InvalidSize, n.InvalidChecksum, n.InvalidFormat = c.InvalidSize.Load(), c.InvalidChecksum.Load(), c.InvalidFormat.Load()
+	n.AuthFailure, n.AuthTime = c.AuthFailure.Load(), c.AuthTime.Load()
+	for i := range c.EndedByReason {
+		n.EndedByReason[i] = c.EndedByReason[i].Load()
+	}
+	d := &c.Data
+	n.Data = DataTotals{
+		StatusSent: d.StatusSent.Load(), StatusReceived: d.StatusReceived.Load(),
+		TxDatagrams: d.TxDatagrams.Load(), TxIPBytes: d.TxIPBytes.Load(), TxLoss: d.TxLoss.Load(), TxOooDup: d.TxOooDup.Load(),
+		RxDatagrams: d.RxDatagrams.Load(), RxIPBytes: d.RxIPBytes.Load(), RxLoss: d.RxLoss.Load(), RxOooDup: d.RxOooDup.Load(),
+		LocalStatusLoss: d.LocalStatusLoss.Load(), RemoteStatusLoss: d.RemoteStatusLoss.Load(),
+		LocalTrafficStop: d.LocalTrafficStop.Load(), RemoteTrafficStop: d.RemoteTrafficStop.Load(),
+		LoadInvalidSize: d.LoadInvalidSize.Load(), LoadInvalidFormat: d.LoadInvalidFormat.Load(),
+		StatusInvalidSize: d.StatusInvalidSize.Load(), StatusInvalidFormat: d.StatusInvalidFormat.Load(),
+	}
+	return n
 }

@@ -119,8 +119,8 @@ func TestServerDefaults(t *testing.T) {
 	if want := control.DefaultServerConfig(); !reflect.DeepEqual(*got, want) {
 		t.Errorf("server:\n got %+v\nwant %+v", *got, want)
 	}
-	if lo != (localOptions{}) {
-		t.Errorf("local options %+v, want none", lo)
+	if lo != (localOptions{Service: defaultServiceOptions()}) {
+		t.Errorf("local options %+v, want the service defaults only", lo)
 	}
 }
 
@@ -235,6 +235,11 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"-p", "25000"}, func(s *sc) { s.Port = 25000 }},
 		{[]string{"-b", "0"}, func(s *sc) { s.SockBuf = 0 }},
 		{[]string{"--no-gso"}, func(s *sc) {}},
+		{[]string{"--max-connections", "10"}, func(s *sc) { s.MaxConnections = 10 }},
+		// Service options: localOptions.Service, checked in TestServiceOptions.
+		{[]string{"-x", "-l", "log", "-k", "10"}, func(s *sc) {}},
+		{[]string{"-G", "stats.json"}, func(s *sc) {}},
+		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},
 		{[]string{"-p", "1", "[::1]:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"::1"}, 25000 }},
@@ -307,10 +312,14 @@ func TestRangeErrors(t *testing.T) {
 				mustFail(t, exitConfig, args,
 					fmt.Sprintf("ERROR: Parameter %d out-of-range for %s (%d-%d)", v, &o, lo, hi))
 			}
-			mustFail(t, exitConfig, append(base(r), "-"+o.letter, "5x"),
+			flag := "-" + o.letter
+			if o.letter == "" {
+				flag = "--" + o.name
+			}
+			mustFail(t, exitConfig, append(base(r), flag, "5x"),
 				fmt.Sprintf("ERROR: '5x' is not a valid number for %s", &o))
-			mustFail(t, exitConfig, append(base(r), "-"+o.letter, ""), "'' is not a valid number", o.String())
-			mustFail(t, exitConfig, append(base(r), "-"+o.letter, "99999999999999999999"), "out-of-range for "+o.String())
+			mustFail(t, exitConfig, append(base(r), flag, ""), "'' is not a valid number", o.String())
+			mustFail(t, exitConfig, append(base(r), flag, "99999999999999999999"), "out-of-range for "+o.String())
 		}
 	}
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-t", "3601"},
@@ -482,10 +491,6 @@ func TestUnsupported(t *testing.T) {
 		{[]string{"client", "-d", "h", "-O", "+meta.csv"}, "--export/-O is not supported yet"},
 		{[]string{"client", "-d", "h", "-E", "eth0"}, "--interface/-E is not supported yet"},
 		{[]string{"client", "-d", "h", "-E", "eth0", "-M"}, "--interface/-E is not supported yet"},
-		{[]string{"server", "-x"}, "--daemon/-x is not supported yet"},
-		{[]string{"server", "-x", "-l", "log"}, "--daemon/-x is not supported yet"},
-		{[]string{"server", "-G", "stats.json"}, "--stats-file/-G is not supported yet"},
-		{[]string{"server", "-k", "100"}, "--log-size/-k is not supported yet"},
 		{[]string{"server", "-O", "meta.csv"}, "--export/-O is not supported yet"},
 	} {
 		mustFail(t, exitConfig, tt.args, tt.want)

@@ -89,6 +89,7 @@ const (
 	maxSeqErr    = 65535
 	minLogSizeKB = 10
 	maxLogSizeKB = 1000000
+	maxSetupRate = 1000000
 )
 
 const (
@@ -110,7 +111,7 @@ var options = []option{
 		usage: "minimum[-maximum] number of Test Connections, `cnt[-max]` (1-24 each)", def: "1 per server",
 		wrongRole: "ERROR: Multi-connection count" + onlyClient},
 	{name: "daemon", letter: "x", role: forServer, category: catService,
-		usage: "run as a background (daemon) process (not supported yet)", wrongRole: "ERROR: Execution as daemon" + onlyServer, unsupported: true},
+		usage: "run as a background (daemon) process, from a shell; not under systemd", wrongRole: "ERROR: Execution as daemon" + onlyServer},
 	{name: "one-test", letter: "1", role: forServer, category: catService,
 		usage: "exit after the first Test Connection ends", wrongRole: "ERROR: One test execution" + onlyServer},
 	{name: "show-errors", letter: "e", role: forBoth, category: catOutput, usage: "show socket send/receive errors (suppressed by default)"},
@@ -152,8 +153,8 @@ var options = []option{
 	{name: "key-file", letter: "K", role: forBoth, kind: text, category: catAuth,
 		usage: "key `file` of id,key lines (OB-UDPST's format)"},
 	{name: "stats-file", letter: "G", role: forServer, kind: text, category: catService,
-		usage:     "periodic server performance statistics, JSON, to `file` (not supported yet)",
-		wrongRole: "ERROR: Performance statistics file" + onlyServer, unsupported: true},
+		usage:     "server performance statistics, OB-UDPST's JSON, to `file` every 5 minutes (strftime conversions expanded)",
+		wrongRole: "ERROR: Performance statistics file" + onlyServer},
 	{name: "no-seq-rollback", letter: "n", role: forBoth, category: catPackets,
 		usage: "no adjustment of sequence numbers after local send backpressure"},
 	{name: "rate-index", letter: "I", role: forBoth, kind: text, lo: 0, hi: dataphase.MaxRateIndex, category: catTest,
@@ -190,10 +191,10 @@ var options = []option{
 		usage:     "use the local interface rate for the maximum, needs --interface (not supported yet)",
 		wrongRole: "ERROR: Maximum from local interface only available to client", unsupported: true},
 	{name: "log-file", letter: "l", role: forServer, kind: text, category: catService,
-		usage: "log `file` when running as daemon (not supported yet)", wrongRole: "ERROR: Log file" + onlyServer, unsupported: true},
+		usage: "log `file` when running as daemon (needs --daemon)", wrongRole: "ERROR: Log file" + onlyServer},
 	{name: "log-size", letter: "k", role: forServer, kind: decimal, lo: minLogSizeKB, hi: maxLogSizeKB, category: catService,
-		usage: "log file maximum size in `KBytes` (10-1000000; not supported yet)", def: "1000",
-		wrongRole: "ERROR: Log file maximum size" + onlyServer, unsupported: true},
+		usage: "log file maximum size in `KBytes` (1000 bytes each), then it becomes file.old (10-1000000)", def: "1000",
+		wrongRole: "ERROR: Log file maximum size" + onlyServer},
 	{name: "ecn-ce-threshold", letter: "Z", role: forClient, kind: decimal, lo: 1, hi: maxCEThresh, category: catAlgo,
 		usage: "ECN CE `threshold` (1-255), needs --dscp-ecn with ECN bits 01 or 10", def: "0 = off",
 		wrongRole: "ERROR: ECN CE threshold" + onlyClient},
@@ -202,6 +203,18 @@ var options = []option{
 	{name: "output", role: forClient, kind: text, category: catOutput,
 		usage: "also write the JSON result to `FILE`, atomically", wrongRole: "ERROR: Output file only valid when client"},
 	{name: "no-gso", role: forBoth, category: catPackets, usage: "do not send with UDP segmentation offload (GSO)"},
+	{name: "log-format", role: forServer, kind: text, category: catService,
+		usage: "log line `format`: text or json", def: "text", wrongRole: "ERROR: Log format only valid when server"},
+	{name: "log-level", role: forServer, kind: text, category: catService,
+		usage: "least log `level` shown: debug, info, warn or error", def: "info; debug with --debug",
+		wrongRole: "ERROR: Log level only valid when server"},
+	{name: "max-connections", role: forServer, kind: decimal, lo: 1, hi: control.MaxConnsPerServer, category: catService,
+		usage: "most Test Connections at once, `count`, all clients together (1-254)", def: "254",
+		wrongRole: "ERROR: Maximum connection count only valid when server"},
+	{name: "setup-rate", role: forServer, kind: decimal, lo: 0, hi: maxSetupRate, category: catService,
+		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit)",
+		def:       "20",
+		wrongRole: "ERROR: Setup request rate only valid when server"},
 }
 
 // optionByName indexes options by long name.

@@ -20,7 +20,8 @@ import (
 // carry (yet). Fields move into control.ServerConfig/ClientConfig when the
 // code that uses them lives there.
 type localOptions struct {
-	NoGSO bool // --no-gso: send without UDP_SEGMENT
+	NoGSO   bool           // --no-gso: send without UDP_SEGMENT
+	Service serviceOptions // the server's service options (service_options.go)
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.

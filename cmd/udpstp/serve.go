@@ -5,42 +5,221 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/report"
 )
 
 func init() { runServer = serve }
 
-// serve runs `udpstp server` until ctx ends: the control sockets answer
-// Setup Requests and every accepted Test Connection gets its own Engine
-// Thread.
+// serve runs `udpstp server` until ctx ends (SIGINT, SIGTERM): the control
+// sockets answer Setup Requests and every accepted Test Connection gets its
+// Data Phase on the engine's executor. On the way it checks its files
+// before opening any socket, detaches with -x, takes systemd's sockets,
+// tells systemd how it is doing, reloads its key file on SIGHUP and
+// writes -G statistics.
 func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
-	log := serverLogger(cfg)
-	net := newServerNet(lo, log)
-	srv, err := control.NewServer(*cfg, net, log)
+	child := daemonChildFromEnv()
+	err := serveService(ctx, cfg, lo, child)
+	child.fail(err) // a no-op once the server reported ready
+	return err
+}
+
+func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOptions, child *daemonChild) error {
+	so := lo.Service
+	// A SIGHUP must not end the server (its default action), even one that
+	// comes while it starts.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	// Everything that can be wrong with the options is found before a
+	// socket is opened, and in the shell's process with -x.
+	if err := so.absPaths(); err != nil {
+		return cli.Exit("ERROR: "+err.Error(), exitConfig)
+	}
+	if err := checkStatsFile(so.StatsFile, time.Now()); err != nil {
+		return err
+	}
+	if err := checkLogFile(so.LogFile); err != nil {
+		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
+	}
+	recordEvery, fileEvery, firstFile, err := statsTiming()
+	if err != nil {
+		return cli.Exit("ERROR: "+err.Error(), exitConfig)
+	}
+	if so.Daemon && child == nil {
+		return daemonize(so)
+	}
+	if child != nil {
+		os.Chdir("/") // as OB-UDPST's daemon; every path is absolute by now
+	}
+
+	out, err := serviceLogOutput(so, child != nil)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
+	}
+	if out.closer != nil {
+		defer out.closer.Close()
+	}
+	level := so.LogLevel
+	if cfg.Debug && !so.LogLevelSet {
+		level = slog.LevelDebug
+	}
+	log := newServiceLogger(out, so.LogFormat, level)
+
+	socks, err := activatedSockets()
+	if err != nil {
+		return cli.Exit("ERROR: "+err.Error(), 75)
+	}
+	base := newServerNet(lo, log)
+	snet := newStatsNet(base)
+	srv, err := control.NewServerWith(*cfg, snet, log, control.ServerOptions{
+		Sockets:   socks,
+		SetupRate: float64(so.SetupRate), SetupBurst: setupBurst(so.SetupRate),
+	})
 	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), 75)
 	}
 	log.Info("udpstp server started", "version", version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
 		control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion),
-		"listen", srv.Addrs(), "executor", net.describe(),
+		"listen", srv.Addrs(), "socket_activation", len(socks) > 0, "executor", base.describe(),
 		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
-		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "gso", !lo.NoGSO)
-	if err := srv.Serve(ctx); err != nil {
+		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "setup_rate_per_source", so.SetupRate,
+		"gso", !lo.NoGSO, "pid", os.Getpid())
+	if len(socks) > 0 && len(cfg.BindAddrs) > 0 {
+		log.Warn("control sockets passed by systemd are used; the bind addresses on the command line are ignored", "ignored", cfg.BindAddrs)
+	}
+
+	nt := newNotifier(log)
+	nt.send("READY=1")
+	child.ready()
+
+	// The service's helpers run until Serve has returned.
+	svc, stopSvc := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	startWatchdog(svc, &wg, nt, log)
+	wg.Add(2)
+	go func() { defer wg.Done(); runStatus(svc, srv, nt, statusPeriod) }()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-svc.Done():
+				return
+			case <-hup:
+				reloadKeys(srv, so, nt, log)
+			}
+		}
+	}()
+	if so.StatsFile != "" {
+		sc := &statsCollector{
+			pattern: so.StatsFile, srv: srv, net: snet, log: log, started: processStart,
+			record: recordEvery, file: fileEvery, first: firstFile,
+			header: statsHeader(cfg, srv, lo),
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); sc.run(svc) }()
+	}
+	// STOPPING=1 as soon as the signal comes, not when the tests are over.
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping: no new tests; running tests end with the stop handshake", "running", srv.Snapshot().Running,
+				"grace", control.DefaultShutdownGrace)
+			nt.stop()
+		case <-svc.Done():
+		}
+	}()
+
+	err = srv.Serve(ctx)
+	nt.stop()
+	stopSvc()
+	wg.Wait()
+	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), 1)
 	}
 	log.Info("udpstp server stopped")
 	return nil
 }
 
-// serverLogger logs to standard error: warnings and the start and end of
-// tests by default, Sub-Intervals with -v, rate adjustments with -D.
-func serverLogger(cfg *control.ServerConfig) *slog.Logger {
-	level := slog.LevelInfo
-	if cfg.Debug {
-		level = slog.LevelDebug
+// processStart is when this process started, for -G's process_uptime.
+var processStart = time.Now()
+
+// activatedSockets takes the control sockets systemd passed (socket
+// activation, LISTEN_FDS), if any. They are taken without switching them
+// to blocking mode, and must be UDP sockets.
+func activatedSockets() ([]control.Socket, error) {
+	files := activation.Files(true)
+	var socks []control.Socket
+	for i, f := range files {
+		s, err := engine.SocketFromFile(f)
+		if err != nil {
+			for _, s := range socks {
+				s.Close()
+			}
+			for _, f := range files[i+1:] {
+				f.Close()
+			}
+			return nil, fmt.Errorf("socket passed by systemd: %w", err)
+		}
+		socks = append(socks, s)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return socks, nil
 }
+
+// reloadKeys reads the key file again (SIGHUP) and puts its keys in use;
+// running tests keep the keys they started with. A file that does not
+// load leaves the keys in use as they were.
+func reloadKeys(srv *control.Server, so serviceOptions, nt *notifier, log *slog.Logger) {
+	if so.KeyFile == "" {
+		log.Info("SIGHUP: no key file to reload (--key-file/-K not given)")
+		return
+	}
+	nt.reloading()
+	defer nt.reloaded()
+	file, err := control.LoadKeyFile(so.KeyFile)
+	var keys *control.ServerKeys
+	if err == nil {
+		keys, err = control.NewServerKeys(so.AuthKey, file)
+	}
+	if err != nil {
+		log.Error("key file not reloaded; the keys in use stay", "option", opt("key-file").String(), "err", err)
+		return
+	}
+	srv.SetKeys(keys)
+	log.Info("key file reloaded", "file", so.KeyFile, "keys", file.Len())
+}
+
+// statsHeader is the fixed part of every -G file.
+func statsHeader(cfg *control.ServerConfig, srv *control.Server, lo localOptions) report.ServerStatsFile {
+	h := report.ServerStatsFile{
+		ControlPort:    cfg.Port,
+		ProcessID:      os.Getpid(),
+		JumboDatagrams: !cfg.NoJumbo,
+		TraditionalMTU: cfg.TraditionalMTU,
+		GSOEnabled:     !lo.NoGSO && gsoBuild,
+		MaxConnections: cfg.MaxConnections,
+		MaxBandwidth:   cfg.MaxBandwidth,
+	}
+	if addrs := srv.Addrs(); len(addrs) > 0 {
+		h.ControlPort = int(addrs[0].Port())
+		if len(cfg.BindAddrs) > 0 {
+			h.HostName = cfg.BindAddrs[0]
+			h.HostIPAddress = addrs[0].Addr().String()
+		}
+	}
+	return h
+}
+
+// gsoBuild: UDP GSO exists in this build (Linux).
+const gsoBuild = runtime.GOOS == "linux"

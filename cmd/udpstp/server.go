@@ -51,6 +51,10 @@ func serverConfig(v optionValues) (*control.ServerConfig, localOptions, error) {
 	if err := serverOptions(v, &cfg); err != nil {
 		return nil, lo, err
 	}
+	var err error
+	if lo.Service, err = serviceOpts(v); err != nil {
+		return nil, lo, err
+	}
 	lo.NoGSO = v.on("no-gso")
 	if err := checkDebug(v); err != nil {
 		return nil, lo, err
@@ -121,11 +125,10 @@ func serverOptions(v optionValues, cfg *control.ServerConfig) (err error) {
 			return err
 		}
 	}
-	var logSize int // validated now, used once --log-file is supported
 	return v.numbers([]numberField{
 		{"test-time", &cfg.MaxTestTime},
 		{"socket-buffer", &cfg.SockBuf},
-		{"log-size", &logSize},
+		{"max-connections", &cfg.MaxConnections},
 	})
 }
 

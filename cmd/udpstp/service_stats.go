@@ -1,0 +1,294 @@
+package main
+
+// -G: OB-UDPST's server performance statistics (measurement.md 6.5). A
+// record every 10 s is kept in memory; every 5 minutes (the first time at
+// a random point 10..300 s after start, so that a fleet restarted together
+// does not write together) the records so far go to a file named by the
+// -G pattern, written atomically, and a new period starts.
+//
+// What each figure is made of here:
+//   - allocated maxima: the most Test Connections and Mbps per direction
+//     reserved at once in the record (exact, not sampled every 500 ms);
+//   - queued: load datagrams the kernel accepted from our sockets; their
+//     IP bytes are that count times the mean IP size the clients reported
+//     receiving (the engine counts datagrams, not bytes);
+//   - delivered and status: from the Status PDUs of each Test Connection;
+//     message loss and traffic stops come from the Data Phase's warnings,
+//     at most 10 per Test Connection, so they are lower bounds (as are the
+//     data.*_invalid_* counters, and their *_checksum ones are 0: the
+//     warning does not tell a checksum from another format error);
+//   - system: send and receive calls and their datagrams, and the send
+//     calls cut short by backpressure, of every test socket. The per-call
+//     maxima (tx_overrun_size, tx_burst_size, rx_burst_size) are 0, as the
+//     engine keeps totals only; fd_ready_* and timer_coalesce_* are 0
+//     because every Engine Thread waits on its own sockets with its own
+//     deadline, with no shared readiness set or tick to merge.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/report"
+)
+
+// envStatsTiming replaces the -G timing for tests: "record,file"
+// durations (e.g. "200ms,1s"); the first file then comes one file
+// interval after start, without the random spread.
+const envStatsTiming = "UDPSTP_STATS_TIMING"
+
+// checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
+// creatable (else exit 75), before any socket is opened.
+func checkStatsFile(pattern string, now time.Time) error {
+	if pattern == "" {
+		return nil
+	}
+	tmp := report.StatsFileName(pattern, now, nil) + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("stats-file")), 75)
+	}
+	f.Close()
+	os.Remove(tmp)
+	return nil
+}
+
+// statsTiming returns the record and file intervals and the first file's
+// delay after start.
+func statsTiming() (record, file, first time.Duration, err error) {
+	record, file = report.StatsRecordInterval, report.StatsFileInterval
+	first = file - time.Duration(rand.Int64N(int64(report.StatsFirstSpread)+1))
+	v := os.Getenv(envStatsTiming)
+	if v == "" {
+		return record, file, first, nil
+	}
+	r, f, ok := strings.Cut(v, ",")
+	if ok {
+		record, err = time.ParseDuration(r)
+		if err == nil {
+			file, err = time.ParseDuration(f)
+		}
+	}
+	if !ok || err != nil || record <= 0 || file <= 0 {
+		return 0, 0, 0, fmt.Errorf("%s=%q: want record,file durations", envStatsTiming, v)
+	}
+	return record, file, file, nil
+}
+
+// statsNet is the server's Network with the test sockets' counters kept
+// for -G: it sees every Data Phase start, and sums the counters of the
+// sockets running and of those that have ended.
+type statsNet struct {
+	control.Network
+	mu    sync.Mutex
+	live  map[*statsSock]struct{}
+	ended sockTotals
+}
+
+// statsSock is one Data Phase's socket.
+type statsSock struct {
+	sock   interface{ Stats() engine.SocketStats }
+	sender bool // the server sends the load on it
+}
+
+// sockTotals are counters summed over sockets.
+type sockTotals struct {
+	loadSent                                  uint64 // datagrams accepted on Load Senders' sockets
+	sendCalls, sent, recvCalls, recv          uint64
+	backpressureEvents, backpressureDatagrams uint64
+}
+
+func (t *sockTotals) add(s engine.SocketStats, sender bool) {
+	if sender {
+		t.loadSent += s.SentDatagrams
+	}
+	t.sendCalls += s.SendCalls
+	t.sent += s.SentDatagrams
+	t.recvCalls += s.RecvCalls
+	t.recv += s.RecvDatagrams
+	t.backpressureEvents += s.BackpressureEvents
+	t.backpressureDatagrams += s.RefusedDatagrams
+}
+
+func newStatsNet(n control.Network) *statsNet {
+	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}
+}
+
+func (n *statsNet) RunDataPhase(sock control.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) control.DataPhase {
+	dp := n.Network.RunDataPhase(sock, core, onEvent)
+	ss, ok := sock.(interface{ Stats() engine.SocketStats })
+	if !ok {
+		return dp
+	}
+	s := &statsSock{sock: ss, sender: core.LoadSender()}
+	n.mu.Lock()
+	n.live[s] = struct{}{}
+	n.mu.Unlock()
+	go func() {
+		<-dp.Done()
+		n.mu.Lock()
+		n.ended.add(s.sock.Stats(), s.sender)
+		delete(n.live, s)
+		n.mu.Unlock()
+	}()
+	return dp
+}
+
+// totals sums the counters of every test socket so far.
+func (n *statsNet) totals() sockTotals {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.ended
+	for s := range n.live {
+		t.add(s.sock.Stats(), s.sender)
+	}
+	return t
+}
+
+// statsCollector makes the -G records and writes the files.
+type statsCollector struct {
+	pattern string
+	srv     *control.Server
+	net     *statsNet
+	log     *slog.Logger
+	header  report.ServerStatsFile // everything but records, counters, uptime
+	started time.Time
+
+	record, file, first time.Duration
+
+	prev    report.ServerStatsSample
+	records []report.ServerStatsRecord
+
+	// The last file written: a file due in the same 5-minute slot (its
+	// name is the same) holds its records too, so none is overwritten.
+	lastName    string
+	lastRecords []report.ServerStatsRecord
+}
+
+// sample reads the cumulative counters now.
+func (c *statsCollector) sample(now time.Time) (report.ServerStatsSample, control.ServerSnapshot) {
+	n := c.srv.Snapshot()
+	t := c.net.totals()
+	d := &n.Data
+	s := report.ServerStatsSample{
+		At:                   now,
+		QueuedTxDatagrams:    t.loadSent,
+		DeliveredTxDatagrams: d.TxDatagrams, DeliveredTxIPBytes: d.TxIPBytes, DeliveredTxLoss: d.TxLoss, DeliveredTxOooDup: d.TxOooDup,
+		DeliveredRxDatagrams: d.RxDatagrams, DeliveredRxIPBytes: d.RxIPBytes, DeliveredRxLoss: d.RxLoss, DeliveredRxOooDup: d.RxOooDup,
+		TxOverrunEvents: t.backpressureEvents, TxOverrunDatagrams: t.backpressureDatagrams,
+		TxBursts: t.sendCalls, TxBurstDatagrams: t.sent,
+		RxBursts: t.recvCalls, RxBurstDatagrams: t.recv,
+		StatusTx: d.StatusSent, StatusRx: d.StatusReceived,
+		LocMessageLoss: d.LocalStatusLoss, RemMessageLoss: d.RemoteStatusLoss,
+		LocTrafficStop: d.LocalTrafficStop, RemTrafficStop: d.RemoteTrafficStop,
+	}
+	if d.TxDatagrams > 0 {
+		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d.TxIPBytes) / float64(d.TxDatagrams))
+	}
+	return s, n
+}
+
+// counters maps the server's counters onto the file's.
+func statsCounters(n *control.ServerSnapshot) report.ServerStatsCounters {
+	r := &n.Rejected
+	valid := n.SetupRequests - min(n.SetupRequests, n.SetupRateLimited+n.SetupInvalid)
+	d := &n.Data
+	return report.ServerStatsCounters{
+		Setup: report.StatsSetupCounters{
+			RequestsReceived: valid, AcceptsSent: n.Accepted, RejectsSent: n.RejectedTotal(),
+			InvalidProtocolVer: r[control.SetupBadVersion],
+			InvalidSetupOption: r[control.SetupJumboMismatch] + r[control.SetupAuthNotConf] + r[control.SetupAuthRequired] +
+				r[control.SetupAuthMode] + r[control.SetupNoMaxBW] + r[control.SetupTradMismatch] + r[control.SetupMCInvalid],
+			BandwidthExceeded:    r[control.SetupCapExceeded],
+			ConnectionCreateFail: r[control.SetupConnFail],
+			LegacyProtocolVer:    n.LegacyAccepted,
+		},
+		Activation: report.StatsActivationCounters{
+			TimeoutWaiting: n.ActivationWait, RequestsReceived: n.ActivationRequests, AcceptsSent: n.Activated,
+		},
+		Control: report.StatsControlCounters{
+			InvalidSize: n.InvalidSize, InvalidFormat: n.InvalidFormat, InvalidChecksum: n.InvalidChecksum,
+			AuthFailure: n.AuthFailure, BadAuthTime: n.AuthTime,
+		},
+		Data: report.StatsDataCounters{
+			LoadInvalidSize: d.LoadInvalidSize, LoadInvalidFormat: d.LoadInvalidFormat,
+			StatusInvalidSize: d.StatusInvalidSize, StatusInvalidFormat: d.StatusInvalidFormat,
+		},
+	}
+}
+
+// addRecord closes the record ending now.
+func (c *statsCollector) addRecord(now time.Time) control.ServerSnapshot {
+	cur, snap := c.sample(now)
+	conns, down, up := c.srv.Peaks()
+	c.records = append(c.records, report.NewServerStatsRecord(c.prev, cur,
+		report.ServerStatsMaxima{ConnectionCount: conns, DownstreamBandwidth: down, UpstreamBandwidth: up}))
+	c.prev = cur
+	return snap
+}
+
+// write writes the records so far to the file named for now, and starts
+// a new period.
+func (c *statsCollector) write(now time.Time, snap *control.ServerSnapshot) {
+	name := report.StatsFileName(c.pattern, now, nil)
+	recs := c.records
+	if name == c.lastName {
+		recs = append(append([]report.ServerStatsRecord(nil), c.lastRecords...), recs...)
+	}
+	f := c.header
+	f.Records = recs
+	f.Counters = statsCounters(snap)
+	f.ProcessUptime = int64(now.Sub(c.started) / time.Second)
+	if err := report.WriteFileAtomic(name, f.Render(nil), 0o644); err != nil {
+		c.log.Error("cannot write the statistics file", "option", opt("stats-file").String(), "file", name, "err", err)
+	} else {
+		c.log.Debug("statistics file written", "file", name, "records", len(recs))
+	}
+	c.lastName, c.lastRecords = name, recs
+	c.records = nil
+}
+
+// run makes records and writes files until ctx ends, then writes the
+// records of the unfinished period (OB-UDPST writes nothing at exit; a
+// restart here loses no statistics).
+func (c *statsCollector) run(ctx context.Context) {
+	start := time.Now()
+	c.prev, _ = c.sample(start)
+	c.srv.Peaks() // start the first record's maxima now
+	deadline := start.Add(c.first)
+	t := time.NewTimer(c.record)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			now := time.Now()
+			if now.Sub(c.prev.At) >= c.record/10 {
+				c.addRecord(now)
+			}
+			if len(c.records) > 0 {
+				snap := c.srv.Snapshot()
+				c.write(now, &snap)
+			}
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		snap := c.addRecord(now)
+		if !now.Before(deadline) {
+			c.write(now, &snap)
+			deadline = now.Add(c.file)
+		}
+		// Re-armed from when it fired, as OB-UDPST's timer is.
+		t.Reset(c.record)
+	}
+}

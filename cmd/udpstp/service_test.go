@@ -1,0 +1,929 @@
+package main
+
+// The server as a service, tested on the built binary (and, for the
+// watchdog, in-process with a wedged Engine Thread): sd_notify messages
+// and their order on a real NOTIFY_SOCKET, SIGTERM and SIGHUP, the
+// per-source Setup limit, the -G file, -x and the -l log file, socket
+// activation, and the one-line errors before any socket is opened.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/internal/golden"
+)
+
+// notifyListener is a NOTIFY_SOCKET: a unixgram socket that records every
+// sd_notify message, one datagram each.
+type notifyListener struct {
+	path string
+	conn *net.UnixConn
+	mu   sync.Mutex
+	msgs []string
+	more chan struct{}
+}
+
+func listenNotify(t *testing.T) *notifyListener {
+	t.Helper()
+	// A short path: sun_path holds 108 bytes.
+	dir, err := os.MkdirTemp("", "sdn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l := &notifyListener{path: filepath.Join(dir, "notify"), more: make(chan struct{}, 1)}
+	l.conn, err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: l.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := l.conn.Read(buf)
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.msgs = append(l.msgs, string(buf[:n]))
+			l.mu.Unlock()
+			select {
+			case l.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return l
+}
+
+func (l *notifyListener) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
+}
+
+// waitFor waits for a message, from the from-th on, that match accepts,
+// and returns its index.
+func (l *notifyListener) waitFor(t *testing.T, from int, what string, match func(string) bool, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		msgs := l.all()
+		for i := from; i < len(msgs); i++ {
+			if match(msgs[i]) {
+				return i
+			}
+		}
+		select {
+		case <-l.more:
+		case <-deadline:
+			t.Fatalf("no %s within %v; messages: %q", what, timeout, msgs)
+		}
+	}
+}
+
+func is(s string) func(string) bool { return func(m string) bool { return m == s } }
+
+// startService starts the binary with extra environment and descriptors
+// and waits for its start-up line; the process is killed at the end of
+// the test if it still runs.
+func startService(t *testing.T, env []string, files []*os.File, argv ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(argv[0], argv[1:]...)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.ExtraFiles = files
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs = append(p.logs, sc.Text())
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), "server started") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("server did not start: %s", p.log())
+	}
+	return p
+}
+
+// waitLog waits until the server has logged a line containing s.
+func (p *proc) waitLog(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.log(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server never logged %q:\n%s", s, p.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// clientRun is a client process run in the background.
+type clientRun struct {
+	code int
+	res  testResult
+	out  string
+	err  error
+}
+
+func clientInBackground(args ...string) <-chan clientRun {
+	ch := make(chan clientRun, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, udpstpBin, append([]string{"client", "-f", "json"}, args...)...).Output()
+		r := clientRun{out: string(out)}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else {
+			r.err = err
+		}
+		if r.err == nil {
+			r.err = json.Unmarshal(out, &r.res)
+		}
+		ch <- r
+	}()
+	return ch
+}
+
+// testNet is a control.Network over the engine's sockets for the Control
+// Phase only: a client that activates and goes away.
+type testNet struct{}
+
+func (testNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
+	s, err := engine.OpenUDP(laddr, engine.SocketOptions{Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (testNet) RunDataPhase(control.Socket, *dataphase.Conn, func(dataphase.Event)) control.DataPhase {
+	panic("testNet runs no Data Phase")
+}
+
+// activateAt sets up and activates one Test Connection on the server at
+// port (with a key when key is not ""), then drops it: the server ends it
+// after its 3 s watchdog. It tells whether the server let the client in.
+func activateAt(port int, key string, id uint8) error {
+	cfg := control.DefaultClientConfig()
+	cfg.TestIntTime = 5
+	if key != "" {
+		cfg.Key, cfg.KeyID = []byte(key), id
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cc, err := control.Activate(ctx, testNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, 1, func(string) {})
+	if err != nil {
+		return err
+	}
+	cc.Sock.Close()
+	return nil
+}
+
+// TestServiceLifecycle: under a NOTIFY_SOCKET the server says READY=1
+// first, then STATUS= lines that show a running test, feeds the watchdog,
+// and on SIGTERM says STOPPING=1, ends the running test with the stop
+// handshake (the client completes with status 0) and exits within 5 s,
+// writing its -G file in OB-UDPST's schema on the way out.
+func TestServiceLifecycle(t *testing.T) {
+	e2e(t)
+	nl := listenNotify(t)
+	port := freePort(t, "127.0.0.1")
+	statsDir := t.TempDir()
+	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path, "WATCHDOG_USEC=1000000", envStatsTiming + "=500ms,60s"}, nil,
+		udpstpBin, "server", "-p", fmt.Sprint(port), "-G", filepath.Join(statsDir, "stats_%Y%m%d-%H%M%S.json"), "127.0.0.1")
+	nl.waitFor(t, 0, "READY=1", is("READY=1"), 2*time.Second)
+	client := clientInBackground("-d", "-t", "10", "-p", fmt.Sprint(port), "127.0.0.1")
+	nl.waitFor(t, 0, "a STATUS with the running test", func(m string) bool {
+		return strings.HasPrefix(m, "STATUS=running tests: 1 (1 down, 0 up)")
+	}, 6*time.Second)
+	nl.waitFor(t, 0, "WATCHDOG=1", is("WATCHDOG=1"), 2*time.Second)
+	time.Sleep(time.Second) // a Sub-Interval or two for the client
+
+	sent := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	nl.waitFor(t, 0, "STOPPING=1", is("STOPPING=1"), 2*time.Second)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("server exit after SIGTERM: %v\n%s", err, p.log())
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatalf("server still running 6 s after SIGTERM:\n%s", p.log())
+	}
+	if d := time.Since(sent); d > 5*time.Second {
+		t.Errorf("server took %v to exit after SIGTERM, bound 5 s", d)
+	}
+	r := <-client
+	if r.err != nil || r.code != 0 || r.res.ErrorStatus != 0 || len(r.res.Output.IncrementalResult) < 1 {
+		t.Errorf("client of a stopped server: exit %d, ErrorStatus %d, %d Sub-Intervals, err %v\n%s",
+			r.code, r.res.ErrorStatus, len(r.res.Output.IncrementalResult), r.err, r.out)
+	}
+
+	// The order: READY=1 first, STATUS= after it, STOPPING=1 once and
+	// after every STATUS=.
+	msgs := nl.all()
+	if len(msgs) == 0 || msgs[0] != "READY=1" {
+		t.Errorf("first message %q, want READY=1; all: %q", msgs, msgs)
+	}
+	stopping, lastStatus := -1, -1
+	for i, m := range msgs {
+		switch {
+		case m == "STOPPING=1":
+			if stopping >= 0 {
+				t.Errorf("STOPPING=1 sent twice")
+			}
+			stopping = i
+		case strings.HasPrefix(m, "STATUS="):
+			lastStatus = i
+		case m == "READY=1":
+			if i > 0 {
+				t.Errorf("READY=1 again at message %d", i)
+			}
+		case m != "WATCHDOG=1":
+			t.Errorf("unexpected message %q", m)
+		}
+	}
+	if lastStatus < 0 || stopping < lastStatus {
+		t.Errorf("STOPPING=1 at %d, last STATUS at %d: %q", stopping, lastStatus, msgs)
+	}
+
+	// The -G file, written at exit: OB-UDPST's schema, this run's figures.
+	files, _ := filepath.Glob(filepath.Join(statsDir, "stats_*.json"))
+	if len(files) != 1 {
+		t.Fatalf("statistics files: %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(filepath.Join(golden.Require(t), "server_perf_stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameStatsSchema(b, ref); err != nil {
+		t.Errorf("-G file: %v\n%s", err, b)
+	}
+	var doc struct {
+		ProcessID   int `json:"process_id"`
+		ControlPort int `json:"control_port"`
+		Records     []struct {
+			Maximum struct {
+				Allocated struct {
+					ConnectionCount int `json:"connection_count"`
+				} `json:"allocated"`
+			} `json:"maximum"`
+			Average struct {
+				Queued struct {
+					TxDatagramRate float64 `json:"tx_datagram_rate"`
+				} `json:"queued"`
+				Delivered struct {
+					TxDatagramRate float64 `json:"tx_datagram_rate"`
+				} `json:"delivered"`
+			} `json:"average"`
+		} `json:"data_records"`
+		Counters struct {
+			Setup struct {
+				Accepts int `json:"accepts_sent"`
+			} `json:"setup"`
+		} `json:"counters"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	maxConns, queued, delivered := 0, 0.0, 0.0
+	for _, r := range doc.Records {
+		maxConns = max(maxConns, r.Maximum.Allocated.ConnectionCount)
+		queued = max(queued, r.Average.Queued.TxDatagramRate)
+		delivered = max(delivered, r.Average.Delivered.TxDatagramRate)
+	}
+	if doc.ProcessID != p.cmd.Process.Pid || doc.ControlPort != port || doc.Counters.Setup.Accepts != 1 ||
+		maxConns != 1 || queued <= 0 || delivered <= 0 {
+		t.Errorf("-G figures: pid %d, port %d, accepts %d, max connections %d, queued %.2f/s, delivered %.2f/s",
+			doc.ProcessID, doc.ControlPort, doc.Counters.Setup.Accepts, maxConns, queued, delivered)
+	}
+}
+
+// wedgeCore is a Data Phase core whose first turn never ends until
+// released: a wedged Engine Thread.
+type wedgeCore struct {
+	entered, release chan struct{}
+	once             sync.Once
+	done, ended      atomic.Bool
+}
+
+func (c *wedgeCore) Poll(clock.Pair, *dataphase.SendBuffer) bool {
+	c.once.Do(func() {
+		close(c.entered)
+		<-c.release
+		c.done.Store(true)
+	})
+	return false
+}
+func (c *wedgeCore) Sent(int, clock.Pair)         {}
+func (c *wedgeCore) Receive(*dataphase.RecvBatch) {}
+func (c *wedgeCore) Deadline() clock.Time         { return 0 }
+func (c *wedgeCore) Stop()                        {}
+func (c *wedgeCore) Fail(error)                   {}
+func (c *wedgeCore) Done() bool                   { return c.done.Load() }
+func (c *wedgeCore) Events() []dataphase.Event {
+	if c.done.Load() && !c.ended.Swap(true) {
+		return []dataphase.Event{{Kind: dataphase.EvEnd, End: dataphase.EndStopped}}
+	}
+	return nil
+}
+
+// TestWatchdogStopsWhenWedged: WATCHDOG=1 goes out every half interval
+// while the Engine Threads make progress, stops while one is stuck inside
+// a turn, and resumes when it moves again.
+func TestWatchdogStopsWhenWedged(t *testing.T) {
+	nl := listenNotify(t)
+	t.Setenv("NOTIFY_SOCKET", nl.path)
+	log := slog.New(slog.DiscardHandler)
+	n := newNotifier(log)
+	const interval = 400 * time.Millisecond // a ping every 200 ms, wedged after 100 ms in a turn
+	limit := watchdogLimit(interval)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		runWatchdog(ctx, interval, func() int { return engine.Stalled(limit) }, n.send, log)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	pings := func() int {
+		c := 0
+		for _, m := range nl.all() {
+			if m == "WATCHDOG=1" {
+				c++
+			}
+		}
+		return c
+	}
+	i := nl.waitFor(t, 0, "a first ping", is("WATCHDOG=1"), time.Second)
+	nl.waitFor(t, i+1, "a second ping", is("WATCHDOG=1"), time.Second)
+
+	sock, err := engine.OpenUDP(netip.MustParseAddrPort("127.0.0.1:0"), engine.SocketOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	core := &wedgeCore{entered: make(chan struct{}), release: make(chan struct{})}
+	conn := engine.RunConn(sock, core, nil, nil)
+	<-core.entered
+	time.Sleep(limit + interval/2 + 50*time.Millisecond) // a ping may have been on its way
+	before := pings()
+	time.Sleep(4 * interval)
+	if got := pings() - before; got != 0 {
+		t.Errorf("%d pings while an Engine Thread was wedged for %v", got, 4*interval)
+	}
+	close(core.release)
+	<-conn.Done()
+	nl.waitFor(t, len(nl.all()), "a ping after the thread moved on", is("WATCHDOG=1"), 2*interval)
+}
+
+// TestReloadKeysOnSIGHUP: SIGHUP puts a rewritten key file in use (a
+// client with the new key gets in, one with the removed key is refused),
+// a file that does not load leaves the keys as they were, and a test that
+// runs meanwhile completes.
+func TestReloadKeysOnSIGHUP(t *testing.T) {
+	e2e(t)
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("1,old-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t, "127.0.0.1")
+	p := startService(t, nil, nil, udpstpBin, "server", "-K", keys, "-p", fmt.Sprint(port), "127.0.0.1")
+	t.Cleanup(func() { p.cmd.Process.Signal(os.Interrupt) })
+	running := clientInBackground("-u", "-t", "5", "-I", "20", "-a", "old-key", "-y", "1", "-p", fmt.Sprint(port), "127.0.0.1")
+	p.waitLog(t, "test started", 3*time.Second)
+
+	if err := os.WriteFile(keys, []byte("# rotated\n2,new-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.waitLog(t, "key file reloaded", 2*time.Second)
+	if err := activateAt(port, "new-key", 2); err != nil {
+		t.Errorf("the new key was refused after the reload: %v", err)
+	}
+	var se *control.SetupError
+	if err := activateAt(port, "old-key", 1); err == nil || !asSetupError(err, &se) || se.Status != 107 {
+		t.Errorf("the removed key after the reload: %v, want ErrorStatus 107", err)
+	}
+
+	if err := os.WriteFile(keys, []byte("2,new-key\n2,again\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.waitLog(t, "key file not reloaded", 2*time.Second)
+	if err := activateAt(port, "new-key", 2); err != nil {
+		t.Errorf("a bad key file replaced the keys in use: %v", err)
+	}
+
+	r := <-running
+	if r.err != nil || r.code != 0 || len(r.res.Output.IncrementalResult) != 5 {
+		t.Errorf("the test running across the reloads: exit %d, %d Sub-Intervals, %v\n%s", r.code, len(r.res.Output.IncrementalResult), r.err, r.out)
+	}
+	if line := lineWith(p.log(), "key file not reloaded"); !strings.Contains(line, "duplicate key ID 2") || !strings.Contains(line, "--key-file/-K") {
+		t.Errorf("reload error line %q should name the option and the reason", line)
+	}
+}
+
+func asSetupError(err error, se **control.SetupError) bool {
+	e, ok := err.(*control.SetupError)
+	*se = e
+	return ok
+}
+
+func lineWith(log, s string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestSetupFloodIsLimitedPerSource: a source flooding the control port
+// with Setup Requests gets its burst answered and the rest dropped and
+// counted, while a client from another address still gets in.
+func TestSetupFloodIsLimitedPerSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	nl := listenNotify(t)
+	port := freePort(t, "127.0.0.1")
+	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path}, nil, udpstpBin, "server", "--setup-rate", "5", "-p", fmt.Sprint(port), "127.0.0.1")
+	t.Cleanup(func() { p.cmd.Process.Signal(os.Interrupt) })
+	flooder, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)})
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	defer flooder.Close()
+	// Valid requests the server refuses (jumbo off): each answered one is
+	// a response to the flooder.
+	req := (&control.SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: control.SetupCmdRequest}).Encode(make([]byte, control.SetupLen))
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	const flood = 400
+	for i := 0; i < flood; i++ {
+		flooder.WriteToUDP(req, to)
+		if i%50 == 49 {
+			time.Sleep(2 * time.Millisecond) // no loss in the socket buffers
+		}
+	}
+	answers := 0
+	buf := make([]byte, 512)
+	for {
+		flooder.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, _, err := flooder.ReadFromUDP(buf); err != nil {
+			break
+		}
+		answers++
+	}
+	if burst := setupBurst(5); answers < burst/2 || answers > burst+10 {
+		t.Errorf("%d of %d flooded requests answered, want about the burst of %d", answers, flood, burst)
+	}
+	if err := activateAt(port, "", 0); err != nil {
+		t.Errorf("a client from another address was refused during the flood: %v", err)
+	}
+	dropped := regexp.MustCompile(`(\d+) dropped over the per-source rate`)
+	nl.waitFor(t, 0, "a STATUS counting the dropped requests", func(m string) bool {
+		g := dropped.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(append(g, "", "0")[1])
+		return n >= flood-answers-10
+	}, 4*time.Second)
+	if !strings.Contains(p.log(), "source over its rate limit") || strings.Count(p.log(), "source over its rate limit") != 1 {
+		t.Errorf("the flood should be logged once:\n%s", p.log())
+	}
+}
+
+// TestStatsFileWrittenPeriodically: -G files appear on their own, named by
+// the strftime pattern, in OB-UDPST's schema; no temporary file is left.
+func TestStatsFileWrittenPeriodically(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	port := freePort(t, "127.0.0.1")
+	p := startService(t, []string{envStatsTiming + "=200ms,600ms"}, nil,
+		udpstpBin, "server", "-p", fmt.Sprint(port), "-G", filepath.Join(dir, "perf_%Y.json"), "127.0.0.1")
+	t.Cleanup(func() { p.cmd.Process.Signal(os.Interrupt) })
+	want := filepath.Join(dir, fmt.Sprintf("perf_%d.json", time.Now().Year()))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(want); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(dir)
+			t.Fatalf("no %s after 5 s; %v\n%s", want, entries, p.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(filepath.Join(golden.Require(t), "server_perf_stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameStatsSchema(b, ref); err != nil {
+		t.Errorf("%v\n%s", err, b)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+// TestDaemonAndLogFile: -x returns to the shell with status 0 once the
+// server runs in the background; its log goes to the -l file, which is
+// renamed to .old past -k thousand bytes.
+func TestDaemonAndLogFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "udpstp.log")
+	port := freePort(t, "127.0.0.1")
+	start := time.Now()
+	out, err := exec.Command(udpstpBin, "server", "-x", "-l", logFile, "-k", "10", "--setup-rate", "0", "-v",
+		"-p", fmt.Sprint(port), "127.0.0.1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("server -x: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`process (\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("server -x did not say which process runs: %q", out)
+	}
+	pid, _ := strconv.Atoi(string(m[1]))
+	t.Cleanup(func() { stopPid(pid) })
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("-x took %v to return", d)
+	}
+	b, _ := os.ReadFile(logFile)
+	if !bytes.Contains(b, []byte("server started")) || !bytes.Contains(b, []byte("pid="+strconv.Itoa(pid))) {
+		t.Fatalf("log file lacks the start line of process %d:\n%s", pid, b)
+	}
+	// Refused Setup Requests log a line each: 100 of them are well past
+	// 10 x 1000 bytes.
+	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := (&control.SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: control.SetupCmdRequest}).Encode(make([]byte, control.SetupLen))
+	for i := 0; i < 100; i++ {
+		c.Write(req)
+		if i%20 == 19 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if st, err := os.Stat(logFile + ".old"); err == nil && st.Size() > 10000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logFile)
+			t.Fatalf("no %s.old after 100 refusals; log:\n%s", logFile, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, err := os.Stat(logFile); err != nil || st.Size() > 10000 {
+		t.Errorf("the new log file: %v, %d bytes", err, st.Size())
+	}
+	if err := stopPid(pid); err != nil {
+		t.Error(err)
+	}
+}
+
+// stopPid sends SIGTERM to a process that is not our child and waits up to
+// 6 s for it to go.
+func stopPid(pid int) error {
+	if syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return nil // gone already
+	}
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || bytes.Contains(st, []byte(") Z ")) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	return fmt.Errorf("process %d still ran 6 s after SIGTERM", pid)
+}
+
+// TestSocketActivation: a control socket passed as systemd does
+// (LISTEN_FDS, LISTEN_PID, descriptor 3) is used instead of binding.
+func TestSocketActivation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	f, err := pc.File()
+	pc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	other := freePort(t, "127.0.0.1")
+	// LISTEN_PID must be the server's own: the shell exports its $$ and
+	// becomes the server.
+	p := startService(t, nil, []*os.File{f}, "/bin/sh", "-c", `export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@"`,
+		udpstpBin, "server", "-p", fmt.Sprint(other))
+	t.Cleanup(func() { p.cmd.Process.Signal(os.Interrupt) })
+	f.Close()
+	line := lineWith(p.log(), "server started")
+	if !strings.Contains(line, "socket_activation=true") || !strings.Contains(line, fmt.Sprintf("listen=[127.0.0.1:%d]", port)) {
+		t.Errorf("start line %q: want the passed socket on port %d", line, port)
+	}
+	if err := activateAt(port, "", 0); err != nil {
+		t.Errorf("no Test Connection through the passed socket: %v", err)
+	}
+	if err := activateAt(other, "", 0); err == nil {
+		t.Errorf("the server also bound -p %d", other)
+	}
+}
+
+// TestServiceOptionErrors: every bad service option is one line naming the
+// option, with a non-zero status, before any socket is opened (the -G
+// check comes first even when the port is taken).
+func TestServiceOptionErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := fmt.Sprint(taken.LocalAddr().(*net.UDPAddr).Port)
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"--log-format", "xml"}, exitConfig, []string{"'xml' is not a valid log format", "--log-format"}},
+		{[]string{"--log-level", "loud"}, exitConfig, []string{"'loud' is not a valid log level", "--log-level"}},
+		{[]string{"--max-connections", "0"}, exitConfig, []string{"out-of-range for --max-connections (1-254)"}},
+		{[]string{"-G", filepath.Join(missing, "stats.json")}, 75, []string{"FOPEN ERROR", "stats.json.tmp", "--stats-file/-G"}},
+		{[]string{"-x", "-l", filepath.Join(missing, "log")}, 75, []string{"FOPEN ERROR", "--log-file/-l"}},
+		{[]string{"-K", filepath.Join(missing, "keys")}, exitKeyFile, []string{"key file"}},
+		{[]string{"-l", "log"}, exitConfig, []string{"--log-file/-l needs --daemon/-x"}},
+	} {
+		args := append([]string{"server", "-p", port, "127.0.0.1"}, c.args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, udpstpBin, args...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		cancel()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if code != c.code || strings.Count(msg, "\n") != 0 {
+			t.Errorf("%q: exit %d, want %d, with one line: %q", c.args, code, c.code, msg)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%q: %q lacks %q", c.args, msg, w)
+			}
+		}
+	}
+}
+
+// TestServiceOptions maps the service options onto localOptions.Service.
+func TestServiceOptions(t *testing.T) {
+	_, lo := mustServer(t)
+	if so := lo.Service; so.LogSizeKB != 1000 || so.LogFormat != "text" || so.LogLevel != slog.LevelInfo || so.SetupRate != defaultSetupRate || so.Daemon {
+		t.Errorf("defaults: %+v", so)
+	}
+	_, lo = mustServer(t, "-x", "-l", "srv.log", "-k", "50", "-G", "s_%H.json", "--log-format", "JSON", "--log-level", "warning",
+		"--setup-rate", "0", "-K", writeFile(t, "1,k\n"), "-a", "single")
+	so := lo.Service
+	if !so.Daemon || so.LogFile != "srv.log" || so.LogSizeKB != 50 || so.StatsFile != "s_%H.json" || so.LogFormat != "json" ||
+		so.LogLevel != slog.LevelWarn || !so.LogLevelSet || so.SetupRate != 0 || so.AuthKey != "single" || so.KeyFile == "" {
+		t.Errorf("all set: %+v", so)
+	}
+	if err := so.absPaths(); err != nil || !filepath.IsAbs(so.LogFile) || !filepath.IsAbs(so.StatsFile) || !filepath.IsAbs(so.KeyFile) {
+		t.Errorf("absPaths: %v %+v", err, so)
+	}
+}
+
+// TestJournalLines: under journald a line has no time of its own and
+// starts with its syslog priority; elsewhere it keeps its time.
+func TestJournalLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := newServiceLogger(logOutput{w: &buf, journal: true}, "text", slog.LevelDebug)
+	log.Debug("d")
+	log.With("peer", "x").Info("i")
+	log.Warn("w")
+	log.Error("e")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for i, want := range []string{"<7>level=DEBUG msg=d", "<6>level=INFO msg=i peer=x", "<4>level=WARN msg=w", "<3>level=ERROR msg=e"} {
+		if i >= len(lines) || lines[i] != want {
+			t.Errorf("line %d: %q, want %q", i, lines, want)
+		}
+	}
+	buf.Reset()
+	newServiceLogger(logOutput{w: &buf, journal: true}, "json", slog.LevelInfo).Info("j")
+	if got := buf.String(); got != "<6>{\"level\":\"INFO\",\"msg\":\"j\"}\n" {
+		t.Errorf("JSON under journald: %q", got)
+	}
+	buf.Reset()
+	newServiceLogger(logOutput{w: &buf}, "text", slog.LevelInfo).Info("t")
+	if !strings.HasPrefix(buf.String(), "time=") {
+		t.Errorf("a line outside journald lost its time: %q", buf.String())
+	}
+}
+
+// TestLogRotation: past the limit (counting what the file held when it was
+// opened) the log becomes <file>.old, replacing an older one, and a new
+// file starts; nothing written is lost.
+func TestLogRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "srv.log")
+	os.WriteFile(path, bytes.Repeat([]byte("x"), 900), 0o600)
+	os.WriteFile(path+".old", []byte("older\n"), 0o600)
+	r, err := openRotating(path, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Repeat([]byte("y"), 99)
+	line = append(line, '\n')
+	r.Write(line) // 1000 bytes: not past the limit
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	r.Write(line) // 1100: rotated
+	old, _ := os.ReadFile(path + ".old")
+	cur, _ := os.ReadFile(path)
+	if len(old) != 1100 || len(cur) != 0 {
+		t.Errorf(".old %d bytes, new file %d; want 1100 and 0", len(old), len(cur))
+	}
+	for i := 0; i < 5; i++ {
+		r.Write(line)
+	}
+	r.Close()
+	cur, _ = os.ReadFile(path)
+	if len(cur) != 500 {
+		t.Errorf("new file %d bytes, want 500", len(cur))
+	}
+	if _, err := r.Write(line); err == nil {
+		t.Error("write after Close succeeded")
+	}
+}
+
+// sameStatsSchema checks that got has the keys of want in the same order
+// and nesting, with values of the same JSON types (an integer where want
+// has one, a number with decimals where it has one), every array element
+// against the shape of want's.
+func sameStatsSchema(got, want []byte) error {
+	g, err := jsonShape(got)
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	w, err := jsonShape(want)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(g) || i < len(w); i++ {
+		switch {
+		case i >= len(g):
+			return fmt.Errorf("missing %s", w[i])
+		case i >= len(w):
+			return fmt.Errorf("extra %s", g[i])
+		case g[i] != w[i]:
+			return fmt.Errorf("%s where OB-UDPST has %s", g[i], w[i])
+		}
+	}
+	return nil
+}
+
+// jsonShape lists "path type" for each distinct path of a document, in
+// order, array elements folded to [].
+func jsonShape(doc []byte) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var out []string
+	seen := map[string]bool{}
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		add := func(typ string) {
+			if !seen[path] {
+				seen[path] = true
+				out = append(out, path+" "+typ)
+			}
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' {
+				add("object")
+				for d.More() {
+					k, err := d.Token()
+					if err != nil {
+						return err
+					}
+					if err := walk(path + "." + k.(string)); err != nil {
+						return err
+					}
+				}
+			} else {
+				add("array")
+				for d.More() {
+					if err := walk(path + "[]"); err != nil {
+						return err
+					}
+				}
+			}
+			_, err := d.Token()
+			return err
+		case json.Number:
+			if strings.ContainsAny(v.String(), ".eE") {
+				add("decimal")
+			} else {
+				add("integer")
+			}
+		case string:
+			add("string")
+		case bool:
+			add("bool")
+		default:
+			add("null")
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data")
+	}
+	return out, nil
+}

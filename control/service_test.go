@@ -1,0 +1,264 @@
+package control
+
+// The server as a service: the per-source limit on Setup Requests, key
+// reloads while tests run, the counters and snapshot behind the -G file and
+// the service status, and the per-Test-Connection cap on log lines.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// inMemoryWith is inMemory with service options.
+func inMemoryWith(t *testing.T, cfg ServerConfig, o ServerOptions) (*Server, *fakeNet, *fakeWire) {
+	t.Helper()
+	w := newFakeWire()
+	sn := &fakeNet{wire: w}
+	cfg.BindAddrs = []string{"127.0.0.1"}
+	s, err := NewServerWith(cfg, sn, slog.New(slog.DiscardHandler), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, &fakeNet{wire: w, next: 50000}, w
+}
+
+// TestSetupFloodFromOneSource: a source that sends Setup Requests faster
+// than its rate gets its burst handled and the rest dropped unanswered and
+// counted; a client from another address still gets in.
+func TestSetupFloodFromOneSource(t *testing.T) {
+	cfg := DefaultServerConfig()
+	s, cn, w := inMemoryWith(t, cfg, ServerOptions{SetupRate: 1, SetupBurst: 10})
+	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
+	flooder := netip.MustParseAddrPort("127.0.0.2:4000")
+	// Valid requests the server refuses (jumbo flag off): each answered one
+	// costs a response, none holds a Test Connection.
+	req := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest}).Encode(make([]byte, SetupLen))
+	const flood = 200
+	for i := 0; i < flood; i++ {
+		from := netip.AddrPortFrom(flooder.Addr(), uint16(4000+i)) // any port: the address is what is limited
+		w.send(req, from, ctl)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Counters.SetupRequests.Load() < flood && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := s.Snapshot()
+	if n.SetupRateLimited < flood-12 || n.SetupRateLimited > flood-10 {
+		t.Errorf("%d of %d requests dropped over the rate, want about %d", n.SetupRateLimited, flood, flood-10)
+	}
+	if got := n.Rejected[SetupJumboMismatch]; got+n.SetupRateLimited != flood {
+		t.Errorf("%d refused + %d dropped != %d received", got, n.SetupRateLimited, flood)
+	}
+	answered := 0
+	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
+		if d.addr.Addr() == flooder.Addr() {
+			answered++
+		}
+	}
+	if answered != int(n.Rejected[SetupJumboMismatch]) {
+		t.Errorf("%d answers to the flooder, %d refusals counted", answered, n.Rejected[SetupJumboMismatch])
+	}
+	ccfg := testClientConfig()
+	cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 5, func(string) {})
+	if err != nil {
+		t.Fatalf("a client from another address was not served: %v", err)
+	}
+	cc.Sock.Close()
+}
+
+func TestSourceLimiter(t *testing.T) {
+	l := newSourceLimiter(10, 3)
+	t0 := time.Unix(1000, 0)
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	for i := 0; i < 3; i++ {
+		if ok, _ := l.allow(a, t0); !ok {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	ok, first := l.allow(a, t0)
+	if ok || !first {
+		t.Errorf("over the burst: ok %v first %v, want refused, first", ok, first)
+	}
+	if _, first := l.allow(a, t0); first {
+		t.Error("the second refusal is reported as the first")
+	}
+	if ok, _ := l.allow(b, t0); !ok {
+		t.Error("another source was refused")
+	}
+	if ok, _ := l.allow(a, t0.Add(100*time.Millisecond)); !ok {
+		t.Error("no token after 100 ms at 10/s")
+	}
+	// An IPv6 source is limited by its /64.
+	x, y := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::ffff:2")
+	for i := 0; i < 3; i++ {
+		l.allow(x, t0)
+	}
+	if ok, _ := l.allow(y, t0); ok {
+		t.Error("another address of the same /64 got its own bucket")
+	}
+	// The table stays bounded; full buckets are forgotten first.
+	for i := 0; i < maxLimitedSources+10; i++ {
+		l.allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), t0.Add(time.Hour))
+	}
+	if len(l.buckets) > maxLimitedSources {
+		t.Errorf("%d sources kept, limit %d", len(l.buckets), maxLimitedSources)
+	}
+	if ok, _ := newSourceLimiter(0, 0).allow(a, t0); !ok {
+		t.Error("a limiter with rate 0 refused")
+	}
+}
+
+// TestSetKeysWhileServing: new keys take effect for the next Setup
+// Request; a client with the old key is then refused, one with the new key
+// gets in.
+func TestSetKeysWhileServing(t *testing.T) {
+	cfg := DefaultServerConfig()
+	old, _ := ParseKeyFile(strings.NewReader("1,old-key\n"))
+	cfg.Keys, _ = NewServerKeys("", old)
+	s, cn, _ := inMemoryWith(t, cfg, ServerOptions{})
+	srv := ServerAddr{Host: "127.0.0.1", Port: cfg.Port}
+	activate := func(key string, id uint8) error {
+		c := testClientConfig()
+		c.Key, c.KeyID = []byte(key), id
+		cc, err := Activate(context.Background(), cn, &c, srv, 0, 1, func(string) {})
+		if err == nil {
+			cc.Sock.Close()
+		}
+		return err
+	}
+	if err := activate("old-key", 1); err != nil {
+		t.Fatalf("old key before the reload: %v", err)
+	}
+	nf, _ := ParseKeyFile(strings.NewReader("2,new-key\n"))
+	nk, _ := NewServerKeys("", nf)
+	s.SetKeys(nk)
+	if s.Keys() != nk {
+		t.Error("Keys does not return the keys set")
+	}
+	if err := activate("new-key", 2); err != nil {
+		t.Errorf("new key after the reload: %v", err)
+	}
+	var se *SetupError
+	if err := activate("old-key", 1); !errors.As(err, &se) || se.Status != 107 {
+		t.Errorf("old key after the reload: %v, want ErrorStatus 107", err)
+	}
+	if n := s.Snapshot(); n.AuthFailure != 1 || n.Rejected[SetupAuthFail] != 1 {
+		t.Errorf("authentication failures %d, code 7 refusals %d; want 1, 1", n.AuthFailure, n.Rejected[SetupAuthFail])
+	}
+}
+
+// TestPeaksAndInvalidCounts: the -G maxima are the most reserved at once in
+// a period; invalid control PDUs are counted by what failed.
+func TestPeaksAndInvalidCounts(t *testing.T) {
+	cfg := DefaultServerConfig()
+	cfg.MaxBandwidth = 1000
+	s, cn, w := inMemoryWith(t, cfg, ServerOptions{})
+	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
+	src := netip.MustParseAddrPort("127.0.0.3:999")
+	w.send(make([]byte, 10), src, ctl) // size
+	bad := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
+	bad[0] = 0x12 // identifier: format
+	w.send(bad, src, ctl)
+	bad = (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
+	bad[SetupLen-1] = 1 // a checksum that does not verify
+	w.send(bad, src, ctl)
+	var ccs []*ClientConn
+	for i, bw := range []int{300, 200} {
+		c := testClientConfig()
+		c.MaxBandwidth = bw
+		c.Upstream = i == 1
+		cc, err := Activate(context.Background(), cn, &c, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, uint16(i), func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ccs = append(ccs, cc)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for s.Counters.InvalidChecksum.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// fakeNet's Data Phases end at once: the reservations are gone by now,
+	// the peaks remain.
+	deadline = time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, _, _ := s.Active(); c == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// (The two connections may or may not have overlapped.)
+	if c, d, u := s.Peaks(); c < 1 || c > 2 || d != 300 || u != 200 {
+		t.Errorf("peaks %d connections, %d/%d Mbps down/up; want 1 or 2, 300/200", c, d, u)
+	}
+	if c, d, u := s.Peaks(); c != 0 || d != 0 || u != 0 {
+		t.Errorf("peaks of the next period %d, %d/%d; want 0", c, d, u)
+	}
+	n := s.Snapshot()
+	if n.InvalidSize != 1 || n.InvalidFormat != 1 || n.InvalidChecksum != 1 || n.SetupInvalid != 3 {
+		t.Errorf("invalid size/format/checksum %d/%d/%d (total %d), want 1/1/1 (3)", n.InvalidSize, n.InvalidFormat, n.InvalidChecksum, n.SetupInvalid)
+	}
+	if n.Accepted != 2 || n.ActivationRequests != 2 || n.Activated != 2 {
+		t.Errorf("accepted %d, activation requests %d, activated %d; want 2, 2, 2", n.Accepted, n.ActivationRequests, n.Activated)
+	}
+	for _, cc := range ccs {
+		cc.Sock.Close()
+	}
+}
+
+// TestDataPhaseEventsCounted: the data counters add up what Status PDUs
+// and warnings report.
+func TestDataPhaseEventsCounted(t *testing.T) {
+	s := &Server{}
+	for _, ev := range []dataphase.Event{
+		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: true, Datagrams: 10, Bytes: 1000, Loss: 1, Ooo: 2, Dup: 3}},
+		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: false, Datagrams: 20, Bytes: 2000, Loss: 4}},
+		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"},
+		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (OoO/Dup)"},
+		{Kind: dataphase.EvWarning, Code: 3, Text: "REMOTE WARNING: Incoming status feedback messages lost (2)"},
+		{Kind: dataphase.EvWarning, Code: 4, Text: "LOCAL WARNING: Incoming traffic has completely stopped"},
+		{Kind: dataphase.EvWarning, Code: 5, Text: "REMOTE WARNING: Incoming traffic has completely stopped"},
+		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid load PDU (20,0xBEEF:0x00:0x00,0x0000)"},
+		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid load PDU (1200,0x1234:0x00:0x00,0x0000)"},
+		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid status PDU (100,0x0000:0x00:0x00,0x0000)"},
+		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid status PDU (204,0x1234:0x00:0x00,0x0000)"},
+	} {
+		s.countEvent(&ev, 28)
+	}
+	got := s.Snapshot().Data
+	want := DataTotals{
+		StatusSent: 1, StatusReceived: 1,
+		RxDatagrams: 10, RxIPBytes: 1000 + 10*28, RxLoss: 1, RxOooDup: 5,
+		TxDatagrams: 20, TxIPBytes: 2000 + 20*28, TxLoss: 4,
+		LocalStatusLoss: 3 + 65535, RemoteStatusLoss: 2, LocalTrafficStop: 1, RemoteTrafficStop: 1,
+		LoadInvalidSize: 1, LoadInvalidFormat: 1, StatusInvalidSize: 1, StatusInvalidFormat: 1,
+	}
+	if got != want {
+		t.Errorf("data totals\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestConnLogLimit: a Test Connection writes at most MaxWarnings warning
+// lines, then one saying the rest is suppressed.
+func TestConnLogLimit(t *testing.T) {
+	var buf bytes.Buffer
+	l := connLog{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	for i := 0; i < 3*dataphase.MaxWarnings; i++ {
+		l.warn("test activation request failed authentication", "n", i)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != dataphase.MaxWarnings+1 || !strings.Contains(lines[len(lines)-1], "suppressed") {
+		t.Errorf("%d lines, the last %q; want %d and a suppression line", len(lines), lines[len(lines)-1], dataphase.MaxWarnings+1)
+	}
+}
