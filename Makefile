@@ -7,7 +7,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild bench demo clean
+.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo clean
 
 all: build
 
@@ -15,7 +15,7 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
-test: fmtcheck vet unit fuzz crossbuild
+test: fmtcheck vet unit fuzz crossbuild systemd-check
 
 fmtcheck:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -41,6 +41,25 @@ fuzz:
 crossbuild:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/udpstp
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/udpstp
+
+# systemd-check: the units in contrib/systemd pass systemd's own checks and
+# the service's exposure stays at most 2.0 (systemd-analyze's threshold is on
+# its 0-100 scale: 20). verify insists that ExecStart's binary exists, so it
+# checks a copy of the units that runs the binary just built instead of
+# /usr/bin/udpstp; security scores the unit as shipped.
+SYSTEMD_EXPOSURE_MAX ?= 20
+systemd-check: build
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+		echo "systemd-check: systemd-analyze not found: apt-get install systemd (.ci/run does)"; exit 1; }
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed 's|^ExecStart=/usr/bin/udpstp|ExecStart=$(CURDIR)/$(BIN)|' contrib/systemd/udpstp.service >"$$d/udpstp.service"; \
+	cp contrib/systemd/udpstp.socket "$$d/"; \
+	systemd-analyze verify "$$d/udpstp.service" "$$d/udpstp.socket"; \
+	echo "systemd-analyze verify: udpstp.service udpstp.socket OK"; \
+	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
+		contrib/systemd/udpstp.service >"$$d/security.txt" 2>&1; then \
+		cat "$$d/security.txt"; echo "systemd-check: exposure above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
+	grep 'Overall exposure level' "$$d/security.txt"
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
