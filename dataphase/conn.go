@@ -57,6 +57,7 @@ type Conn struct {
 	lastSubSeq    uint32
 	peerRTTSum    uint32
 	peerRTTCnt    uint32
+	fragWindow    bool // the sender's fragmentation window is open (frag.go)
 
 	// Server: over-rate policing of an upstream Load Sender.
 	prevRowMbps float64
@@ -100,6 +101,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	if budget == 0 {
 		budget = DefaultCatchUpBudget
 	}
+	frag := newFragPlan(p.PathMTU, p.IPv6)
 	if c.loadSender {
 		row := p.InitialRate
 		if p.Server {
@@ -107,9 +109,10 @@ func NewConn(p Params, now clock.Pair) *Conn {
 			c.prevRowMbps = c.rowMbps(c.rc.Index())
 		}
 		c.snd.ipv6, c.snd.random, c.snd.noRoll = p.IPv6, p.RandomPayload, p.NoSeqRollback
+		c.snd.frag, c.snd.fragOn = frag, frag.unit > 0
 		c.snd.init(row, now.Mono, clock.Time(budget), &c.rng)
 	} else {
-		c.rcv.init(now.Wall, p.ECNCEThresh)
+		c.rcv.init(now.Wall, p.ECNCEThresh, frag)
 		c.statusAt = now.Mono + clock.Time(p.TrialInt)
 		if p.Server {
 			c.prevRowMbps = c.rowMbps(c.rc.Index())
@@ -392,6 +395,8 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 			RTTSum:        c.rcv.rttSum,
 			RTTCnt:        c.rcv.rttCnt,
 			Bleached:      c.rcv.bleach,
+			ExtraPackets:  c.rcv.savedFrag.pkts,
+			ExtraIPBytes:  c.rcv.savedFrag.bytes,
 			Wall:          now.Wall,
 		}
 		c.rcv.rttSum, c.rcv.rttCnt = 0, 0
@@ -610,6 +615,12 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		}
 		c.peerRTTSum, c.peerRTTCnt = 0, 0
 		c.subInterval(r)
+	}
+	if c.snd.fragOn {
+		// The receiver's first Sub-Interval began when it sent its first
+		// Status PDU.
+		c.snd.fragStatusArrived(!c.fragWindow)
+		c.fragWindow = true
 	}
 	if c.p.Server {
 		if stop {

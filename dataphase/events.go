@@ -75,6 +75,16 @@ type SubIntervalResult struct {
 	SenderPlanned   uint64 // datagrams the Send Plans called for
 	SenderDelivered uint64 // datagrams the kernel accepted
 
+	// IP fragmentation (ours, not OB-UDPST's, never on the wire; see
+	// frag.go): the IP packets beyond one per datagram that the path MTU
+	// made of this Sub-Interval's received datagrams, and the IP header
+	// bytes they added. The Load Receiver counts them; an upstream client
+	// (the Load Sender) estimates them from what it sent (FragEstimated).
+	// Zero without Params.PathMTU or when no datagram was fragmented.
+	ExtraPackets  uint32
+	ExtraIPBytes  uint64
+	FragEstimated bool
+
 	Wall int64 // wall clock (ns) when the result was produced
 }
 

@@ -49,6 +49,11 @@ type Params struct {
 	// MaxSubIntervals caps the Sub-Intervals reported (OB-UDPST:
 	// testIntTime*1000/P). 0: derive it.
 	MaxSubIntervals uint32
+	// PathMTU is the path MTU of the Test Connection's socket (IP_MTU or
+	// IPV6_MTU after connect), for the IP fragmentation figures of the
+	// Sub-Interval results (see frag.go); 0 (unknown) counts no
+	// fragmentation, as OB-UDPST does.
+	PathMTU int
 
 	// Seed seeds the core's random numbers (start offsets, random sizes).
 	Seed uint64

@@ -45,6 +45,7 @@ type subCounters struct {
 	owd            owdStats
 	rttMin, rttMax uint32
 	ce             uint32
+	frag           fragCounts // IP fragmentation of the datagrams (frag.go)
 }
 
 func (s *subCounters) reset() {
@@ -81,13 +82,18 @@ type receiver struct {
 	accumMs    uint32
 	saved      SubIntervalStats
 	savedCE    uint32
+	savedFrag  fragCounts
+
+	// frag is the path's fragmentation arithmetic (frag.go).
+	frag fragPlan
 
 	// remoteSeqErr is the Load Sender's spduSeqErr from the latest RTT
 	// sample, reported once per change as a REMOTE warning.
 	remoteSeqErr uint16
 }
 
-func (r *receiver) init(activationWall int64, ceThresh uint8) {
+func (r *receiver) init(activationWall int64, ceThresh uint8, frag fragPlan) {
+	r.frag = frag
 	r.trial.reset()
 	r.sub.reset()
 	r.rttMinimum = NoDelay
@@ -107,6 +113,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	var res loadResult
 	r.sub.datagrams++
 	r.sub.bytes += uint64(h.UDPPayload)
+	r.sub.frag.add(&r.frag, uint32(h.UDPPayload))
 	r.trial.datagrams++
 	r.trial.bytes += uint32(h.UDPPayload)
 	if r.ceOn && hasTOS {
@@ -303,6 +310,7 @@ func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) bool
 		AccumTime:   r.accumMs,
 	}
 	r.savedCE = r.sub.ce
+	r.savedFrag = r.sub.frag
 	r.sub.reset()
 	r.subStart = nowWall
 	return true

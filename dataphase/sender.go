@@ -61,6 +61,23 @@ type sender struct {
 	withheldDgrams uint32
 	planned        uint64
 	delivered      uint64
+
+	// IP fragmentation of what the kernel accepted (frag.go), counted only
+	// when the path MTU is known: running totals, and the totals when the
+	// last Status PDU arrived and when the receiver's current Sub-Interval
+	// began (as far as this end can tell).
+	frag       fragPlan
+	fragOn     bool
+	fragTotal  fragTally
+	fragStatus fragTally
+	fragStart  fragTally
+}
+
+// fragTally is a running count of accepted datagrams and their
+// fragmentation.
+type fragTally struct {
+	dgrams uint64
+	frag   fragCounts
 }
 
 func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, rng *xorshift) {
@@ -270,6 +287,12 @@ func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, hs *hdrState)
 func (s *sender) sent(n int) {
 	n = max(0, min(n, s.planN))
 	s.delivered += uint64(n)
+	if s.fragOn {
+		s.fragTotal.dgrams += uint64(n)
+		for i := range n {
+			s.fragTotal.frag.add(&s.frag, uint32(s.plan[i].len))
+		}
+	}
 	rest := s.plan[n:s.planN]
 	s.planN = 0
 	if len(rest) == 0 {
@@ -297,12 +320,37 @@ func (s *sender) sent(n int) {
 	s.nextSeq = first + uint32(len(rest))
 }
 
-// takeCounters returns and resets the Sub-Interval's sender counters.
+// takeCounters returns and resets the Sub-Interval's sender counters, and
+// estimates the received datagrams' fragmentation from what was sent in
+// the window (frag.go).
 func (s *sender) takeCounters(r *SubIntervalResult) {
 	r.SkippedBursts, r.SkippedDgrams, r.WithheldDgrams = s.skippedBursts, s.skippedDgrams, s.withheldDgrams
 	r.SenderPlanned, r.SenderDelivered = s.planned, s.delivered
 	s.skippedBursts, s.skippedDgrams, s.withheldDgrams = 0, 0, 0
 	s.planned, s.delivered = 0, 0
+	if s.fragOn {
+		// The receiver closed this Sub-Interval just after sending the
+		// Status PDU before the one that reports it: what we sent between
+		// the arrivals of that one and of the one that opened the
+		// Sub-Interval is our side of it.
+		w := fragCounts{
+			pkts:  s.fragStatus.frag.pkts - s.fragStart.frag.pkts,
+			bytes: s.fragStatus.frag.bytes - s.fragStart.frag.bytes,
+		}
+		f := w.scaled(uint64(r.Stats.RxDatagrams), s.fragStatus.dgrams-s.fragStart.dgrams)
+		r.ExtraPackets, r.ExtraIPBytes, r.FragEstimated = f.pkts, f.bytes, true
+		s.fragStart = s.fragStatus
+	}
+}
+
+// fragStatusArrived notes a Status PDU's arrival for the fragmentation
+// window, after its Sub-Interval (if any) was taken; the first one opens
+// the receiver's first Sub-Interval.
+func (s *sender) fragStatusArrived(first bool) {
+	s.fragStatus = s.fragTotal
+	if first {
+		s.fragStart = s.fragTotal
+	}
 }
 
 // xorshift is a small fast generator (xorshift64*) for start offsets and

@@ -33,9 +33,9 @@ func (a *aggregate) reset() {
 func (a *aggregate) add(r *dataphase.SubIntervalResult, rec *record, l3 float64, ipv6 bool) {
 	a.contrib++
 	a.l3 += l3
-	a.l2 += rec.rate(overheadL2, ipv6)
-	a.l1 += rec.rate(overheadL1, ipv6)
-	a.l0 += rec.rate(overheadL0, ipv6)
+	a.l2 += rec.wireRate(linkL2, ipv6)
+	a.l1 += rec.wireRate(linkL1, ipv6)
+	a.l0 += rec.wireRate(linkL0, ipv6)
 	var cd int32 // OB-UDPST's value before any in-order Load PDU is 0
 	if r.ClockDeltaSet {
 		cd = r.ClockDeltaMin

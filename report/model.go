@@ -139,6 +139,11 @@ const (
 	overheadL1 = 46
 	overheadL0 = 50 // L1 with a VLAN tag
 	ipv6Extra  = 20
+	// Link overheads per IP packet beyond L3 (the differences above):
+	// Ethernet header, plus FCS, plus a VLAN tag.
+	linkL2 = overheadL2 - overheadL3
+	linkL1 = overheadL1 - overheadL3
+	linkL0 = overheadL0 - overheadL3
 
 	minPayload       = 52
 	defaultPayload   = 1222

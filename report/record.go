@@ -21,6 +21,12 @@ type record struct {
 	accum          uint32 // ms since the start of the first Sub-Interval
 	ce             uint32
 	rttSum, rttCnt uint32
+	// IP fragmentation (ours; dataphase/frag.go): IP packets beyond one
+	// per datagram and the IP header bytes they added. They count in the
+	// L2 and L1 rates (wireRate), never in L3, which keeps OB-UDPST's
+	// definition.
+	extraPkts  uint32
+	extraBytes uint64
 }
 
 // emptyRecord is a record before any merge: minima at NODEL.
@@ -34,6 +40,7 @@ func recordOf(r *dataphase.SubIntervalResult) record {
 		dvMin: s.DelayVarMin, dvMax: s.DelayVarMax, dvSum: s.DelayVarSum, dvCnt: s.DelayVarCnt,
 		rttMin: s.RTTVarMin, rttMax: s.RTTVarMax, accum: s.AccumTime,
 		ce: r.CECount, rttSum: r.RTTSum, rttCnt: r.RTTCnt,
+		extraPkts: r.ExtraPackets, extraBytes: r.ExtraIPBytes,
 	}
 }
 
@@ -54,6 +61,8 @@ func (a *record) merge(c *record) {
 	a.rttSum += c.rttSum
 	a.rttCnt += c.rttCnt
 	a.ce += c.ce
+	a.extraPkts += c.extraPkts
+	a.extraBytes += c.extraBytes
 	a.accum = c.accum // the last connection processed wins
 }
 
@@ -73,6 +82,34 @@ func (r *record) rate(overhead int, ipv6 bool) float64 {
 	m := float64(r.dgrams)
 	m *= float64(overhead)
 	m += float64(r.bytes)
+	m *= 8
+	m /= float64(r.delta)
+	return m
+}
+
+// wireRate is the Mbps at a per-packet overhead beyond L3 (linkOverhead:
+// 14 for Ethernet without FCS, 18 with it, 22 with a VLAN tag too), on top
+// of OB-UDPST's L3 figure: every datagram counts as overheadL3+linkOverhead
+// bytes more than its payload, as in OB-UDPST; a fragmented one also
+// counts the IP headers and the link overhead of its extra packets. L2 is
+// then what a tbf on an Ethernet device meters. Without fragmentation the
+// figure is OB-UDPST's to the last bit (the same operations in the same
+// order).
+func (r *record) wireRate(linkOverhead int, ipv6 bool) float64 {
+	overhead := overheadL3 + linkOverhead
+	if r.extraPkts == 0 && r.extraBytes == 0 {
+		return r.rate(overhead, ipv6)
+	}
+	if ipv6 {
+		overhead += ipv6Extra
+	}
+	if r.delta == 0 {
+		return 0
+	}
+	m := float64(r.dgrams)
+	m *= float64(overhead)
+	m += float64(r.bytes)
+	m += float64(r.extraBytes) + float64(r.extraPkts)*float64(linkOverhead)
 	m *= 8
 	m /= float64(r.delta)
 	return m

@@ -265,7 +265,13 @@ func (t *clientTest) start(c *connState) {
 	if t.col.Activate(info) {
 		t.col.WriteHeader(c.index)
 	}
-	core := dataphase.NewConn(c.cc.Params, c.cc.Activated)
+	params := c.cc.Params
+	if s, ok := c.cc.Sock.(interface{ PathMTU() int }); ok {
+		// The IP fragmentation of jumbo datagrams on a smaller MTU counts
+		// in the L2/L1 figures (dataphase/frag.go).
+		params.PathMTU = s.PathMTU()
+	}
+	core := dataphase.NewConn(params, c.cc.Activated)
 	conn := c.index
 	c.dp = t.net.RunDataPhase(c.cc.Sock, core, func(ev dataphase.Event) {
 		if ev.Kind == dataphase.EvTrial && !t.cfg.Debug {
