@@ -61,8 +61,14 @@ systemd-check: build
 		cat "$$d/security.txt"; echo "systemd-check: exposure above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
 	grep 'Overall exposure level' "$$d/security.txt"
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
+# bench: the Go benchmarks of every package, then the whole-system ones in
+# the network lab (internal/capacity: the server-capacity check and the
+# single-connection throughput comparison), once each; they skip, saying
+# why, where the lab cannot run. Set UDPST_BIN to compare with OB-UDPST;
+# see internal/capacity's package doc for CAPACITY_* and THROUGHPUT_*.
+bench: build
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $$($(GO) list $(PKGS) | grep -v /internal/capacity)
+	UDPSTP_BIN=$(CURDIR)/$(BIN) $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=0 ./internal/capacity
 
 # demo: a real loopback test in each direction between our own server and
 # client; the JSON results stay in demo-results/.

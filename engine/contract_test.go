@@ -1,8 +1,9 @@
 package engine
 
 // The contract suite: the same tests run against every executor, the
-// simulator (virtual time) and the Engine Thread per Test Connection (real
-// sockets on loopback). What they check is the executor's side of the Data
+// simulator (virtual time), the Engine Thread per Test Connection and the
+// pool, with one Test Connection per pool and with 32 on one Engine Thread
+// (real sockets on loopback). What they check is the executor's side of the Data
 // Phase interface: every plan gets its send and its Sent count, nothing is
 // sent before it is due, datagrams arrive in order with receive times on the
 // Test Time Base, partial sends stay deferred, and a stalled executor skips
@@ -115,7 +116,7 @@ func (s *stallCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	return s.Core.Poll(now, b)
 }
 
-var executors = []executor{simExecutor{}, threadExecutor{}}
+var executors = []executor{simExecutor{}, threadExecutor{}, poolExecutor{}, poolExecutor{shared: true}}
 
 // coreParams are a short test's parameters (a core accepts any duration;
 // only the Control Phase insists on OB-UDPST's 5 s minimum).
@@ -298,7 +299,8 @@ func TestContractSpacingOrderingDomain(t *testing.T) {
 	for _, x := range executors {
 		t.Run(x.name(), func(t *testing.T) {
 			st := x.start()
-			_, real := x.(threadExecutor)
+			_, simulated := x.(simExecutor)
+			real := !simulated
 			tx := &probe{t: t, n: 200, interval: clock.Time(time.Millisecond), next: st.Mono + clock.Time(5*time.Millisecond),
 				until: st.Mono + clock.Time(400*time.Millisecond), real: real}
 			rx := &probe{t: t, n: 0, until: st.Mono + clock.Time(400*time.Millisecond), real: real}

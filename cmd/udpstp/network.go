@@ -1,29 +1,106 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
 )
 
-// engineNet gives the Control Phase the engine's sockets and executors:
-// one Engine Thread per Test Connection.
+// Experimental settings of the server's pool of Engine Threads, read from
+// the environment for measurements; they are not stable options.
+//
+//   - UDPSTP_ENGINE_THREADS=n: start at most n Engine Threads instead of
+//     one per CPU the process may use (its CPU affinity and its cgroup v2
+//     cpu.max quota, which is how a server administrator should size the
+//     pool: with the service's CPUAffinity= or a container's CPU limit).
+//   - UDPSTP_ENGINE_HOLDOFF=d: bound the receive hold-off to the Go
+//     duration d instead of 250µs; 0 turns it off.
+//   - UDPSTP_ENGINE_GROUP=d: a grouping window of d (none by default): an
+//     Engine Thread whose next deadlines fall within d of the earliest
+//     sleeps until the last of them, so each Burst may leave up to d late
+//     and the thread wakes less often.
+const (
+	envEngineThreads = "UDPSTP_ENGINE_THREADS"
+	envEngineHoldOff = "UDPSTP_ENGINE_HOLDOFF"
+	envEngineGroup   = "UDPSTP_ENGINE_GROUP"
+)
+
+// engineNet gives the Control Phase the engine's sockets and executors: on
+// a Linux server a pool of Engine Threads, and one Engine Thread per Test
+// Connection for a client and on every other platform (pool nil).
 type engineNet struct {
 	noGSO bool
 	log   *slog.Logger
+	pool  *engine.Pool
+
+	bufOnce sync.Once // the first socket's granted buffers are logged at Info
 }
 
 // newServerNet returns the executor the server runs its Data Phases on.
 func newServerNet(lo localOptions, log *slog.Logger) *engineNet {
-	return &engineNet{noGSO: lo.NoGSO, log: log}
+	n := &engineNet{noGSO: lo.NoGSO, log: log}
+	if engine.PoolSupported {
+		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
+	}
+	return n
 }
 
-// describe says how Data Phases run, for the server's start-up log line.
+// poolOptions reads the experimental settings; a value that does not parse
+// is reported and ignored.
+func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOptions {
+	o := engine.PoolOptions{Log: log}
+	if v := getenv(envEngineThreads); v != "" {
+		if k, err := strconv.Atoi(v); err == nil && k > 0 {
+			o.Threads = k
+		} else {
+			log.Warn("ignoring "+envEngineThreads+": want a positive number of Engine Threads", "value", v)
+		}
+	}
+	if v := getenv(envEngineHoldOff); v != "" {
+		d, err := time.ParseDuration(v)
+		if v == "0" {
+			d, err = 0, nil
+		}
+		switch {
+		case err != nil || d < 0:
+			log.Warn("ignoring "+envEngineHoldOff+": want a duration such as 100us, or 0 for none", "value", v)
+		case d == 0:
+			o.HoldOff = -1
+		default:
+			o.HoldOff = d
+		}
+	}
+	if v := getenv(envEngineGroup); v != "" {
+		d, err := time.ParseDuration(v)
+		if v == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 || d > time.Millisecond {
+			log.Warn("ignoring "+envEngineGroup+": want a duration up to 1ms, or 0 for none", "value", v)
+		} else {
+			o.Group = d
+		}
+	}
+	return o
+}
+
+// describe says how Data Phases run, for the server's start-up log line:
+// the executor, how many Engine Threads it may start and why, and its
+// settings.
 func (n *engineNet) describe() string {
-	return "one Engine Thread per Test Connection"
+	if n.pool == nil {
+		return "one Engine Thread per Test Connection"
+	}
+	return n.pool.Describe()
 }
 
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
@@ -33,9 +110,62 @@ func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (co
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
+	n.logBuffers(s, o.SockBuf)
 	return s, nil
 }
 
+// logBuffers reports what the kernel granted of the requested socket
+// buffers: once at Info (the server's first socket, a control socket, is
+// opened as it starts), then per socket at Debug. Linux reports twice the
+// usable size (socket(7)); a grant below the request means
+// net.core.rmem_max / wmem_max capped it and CAP_NET_ADMIN was not there
+// to go past them.
+func (n *engineNet) logBuffers(s *engine.Socket, requested int) {
+	if n.log == nil {
+		return
+	}
+	snd, rcv := s.Granted()
+	level := slog.LevelDebug
+	n.bufOnce.Do(func() { level = slog.LevelInfo })
+	n.log.Log(context.Background(), level, "socket buffers", "local", s.LocalAddr(), "requested", requested,
+		"granted_sndbuf", snd, "granted_rcvbuf", rcv)
+}
+
 func (n *engineNet) RunDataPhase(sock control.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) control.DataPhase {
-	return engine.RunConn(sock.(*engine.Socket), core, onEvent, n.log)
+	s := sock.(*engine.Socket)
+	if n.pool == nil {
+		return engine.RunConn(s, core, onEvent, n.log)
+	}
+	if n.log == nil || !n.log.Enabled(context.Background(), slog.LevelDebug) {
+		return n.pool.Run(s, core, onEvent)
+	}
+	// At debug level the end of each Data Phase is logged with the Load
+	// Sender's own figures, which no Status PDU carries to the peer: the
+	// capacity check (internal/capacity) reads them there.
+	var tot dataphase.SubIntervalResult
+	var pcp atomic.Pointer[engine.PoolConn]
+	pc := n.pool.Run(s, core, func(ev dataphase.Event) {
+		switch ev.Kind {
+		case dataphase.EvSubInterval:
+			r := &ev.SubInt
+			tot.SkippedBursts += r.SkippedBursts
+			tot.SkippedDgrams += r.SkippedDgrams
+			tot.WithheldDgrams += r.WithheldDgrams
+			tot.SenderPlanned += r.SenderPlanned
+			tot.SenderDelivered += r.SenderDelivered
+		case dataphase.EvEnd:
+			var st engine.ConnStats
+			if pc := pcp.Load(); pc != nil {
+				st = pc.Stats()
+			}
+			n.log.Debug("data phase totals", "local", s.LocalAddr(), "peer", s.Peer(), "load_sender", core.LoadSender(),
+				"skipped_bursts", tot.SkippedBursts, "skipped_datagrams", tot.SkippedDgrams, "withheld_datagrams", tot.WithheldDgrams,
+				"planned_datagrams", tot.SenderPlanned, "delivered_datagrams", tot.SenderDelivered,
+				"sent", st.Socket.SentDatagrams, "received", st.Socket.RecvDatagrams,
+				"backpressure", st.Socket.BackpressureEvents, "turns", st.Turns)
+		}
+		onEvent(ev)
+	})
+	pcp.Store(pc)
+	return pc
 }

@@ -1,0 +1,1002 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+	"golang.org/x/sys/unix"
+)
+
+// PoolSupported tells whether this platform has the pool (Linux).
+const PoolSupported = true
+
+const (
+	// maxEpollEvents is how many readiness events one epoll_wait takes;
+	// more are collected by calling again.
+	maxEpollEvents = 256
+	// yieldEvery is how often an Engine Thread passes through the Go
+	// scheduler (runtime.Gosched). A goroutine that never does looks to
+	// the runtime's sysmon like one running for ever: after 10 ms
+	// (forcePreemptNS) sysmon preempts it and retakes its P at every
+	// cycle in which the thread sits in a system call, so each wait
+	// costs a P hand-off, a spinning M's wake-up and, once every P is
+	// idle, a wake-up of sysmon itself from its deep sleep by the
+	// thread's next system call: measured here, two to three extra
+	// wake-ups in the process per wait of the Engine Thread. A yield
+	// costs two thread switches; every 5 ms it is 200 a second.
+	yieldEvery = 5 * time.Millisecond
+	// maxGroupVisit bounds the heap entries a grouped wait looks at.
+	maxGroupVisit = 512
+	// holdWindow is the period over which the hold-off's inputs (arrival
+	// rates, receive buffer times, turn lengths) are kept: the current
+	// window and the one before.
+	holdWindow = 100 * time.Millisecond
+	// epollIn is what every socket is registered for: readable, edge
+	// triggered (EPOLLERR and EPOLLHUP are always reported). EPOLLOUT is
+	// added only while a Test Connection waits for room after EAGAIN:
+	// registered for good, every datagram the kernel frees would wake
+	// the thread (sock_wfree -> sk_write_space).
+	epollIn = unix.EPOLLIN | unix.EPOLLET
+)
+
+// poolSys is the Linux part of a Pool: its threads.
+type poolSys struct {
+	mu      sync.Mutex
+	threads []*poolThread // live threads
+	closed  bool
+	nextID  int
+}
+
+// PoolConn is a Test Connection run by a Pool. Its exported methods are
+// safe from any goroutine.
+type PoolConn struct {
+	hn       heapNode // the thread's deadline heap: when it next needs a turn
+	th       *poolThread
+	sock     *Socket
+	core     Core
+	onEvent  func(dataphase.Event)
+	fallback *Conn // set when no Engine Thread could take it: its own thread
+
+	stopReq    atomic.Bool
+	stopQueued atomic.Bool
+	done       chan struct{}
+	turns      atomic.Uint64
+
+	// The Engine Thread's state.
+	slot, gen    int32
+	readable     bool // read at the next read phase
+	inReady      bool // on the thread's ready list
+	wantOut      bool // registered for EPOLLOUT after EAGAIN
+	closing      bool // Close was called on the socket
+	stopped      bool // core.Stop was called
+	worked       bool // its last service sent, read or reported something
+	endDelivered bool // an EvEnd went to onEvent
+	failed       bool // core.Fail was called
+	retired      bool // off the thread; done is closed
+	rcvPayload   int64
+	lastRead     clock.Time // when a read last returned datagrams
+	cancelFd     int        // the thread's duplicate of the socket's close signal; -1: none
+}
+
+func (c *PoolConn) node() *heapNode { return &c.hn }
+
+// Stop asks the core to end. It is safe from any goroutine, idempotent, and
+// returns at once; the core ends on a later turn (watch Done).
+func (c *PoolConn) Stop() {
+	if c.fallback != nil {
+		c.fallback.Stop()
+		return
+	}
+	c.stopReq.Store(true)
+	if !c.stopQueued.Swap(true) {
+		c.th.enqueue(c, true)
+	}
+}
+
+// Done is closed after the last event was delivered and the Engine Thread
+// has finished with the socket.
+func (c *PoolConn) Done() <-chan struct{} {
+	if c.fallback != nil {
+		return c.fallback.Done()
+	}
+	return c.done
+}
+
+// Stats returns the turns this Test Connection was served in, its Engine
+// Thread's wake-ups, and its socket's counters.
+func (c *PoolConn) Stats() ConnStats {
+	if c.fallback != nil {
+		return c.fallback.Stats()
+	}
+	return ConnStats{Turns: c.turns.Load(), Wakeups: c.th.wakeups.Load(), Socket: c.sock.Stats()}
+}
+
+// Run starts driving core over sock on the Engine Thread serving the
+// fewest Test Connections (starting a new one while fewer than MaxThreads
+// run) and returns at once. onEvent receives the core's events on that
+// thread, in order, the last one an EvEnd: it must be cheap and must not
+// block, since every Test Connection of the thread waits while it runs.
+// The caller keeps owning sock: close it after Done.
+func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
+	if sock.OnGSODisabled == nil {
+		log := p.opts.Log
+		sock.OnGSODisabled = func(msg string) { log.Warn(msg) }
+	}
+	c := newPoolConn(sock, core, onEvent)
+	for {
+		t, err := p.place()
+		if err != nil {
+			// No thread: the Test Connection still runs, on its own.
+			p.opts.Log.Error("engine: no Engine Thread of the pool; running the Test Connection on its own", "err", err)
+			c.fallback = RunConn(sock, core, c.onEvent, p.opts.Log)
+			return c
+		}
+		c.th = t
+		if t.enqueue(c, false) {
+			return c
+		}
+		t.load.Add(-1) // the thread died in between: place again
+	}
+}
+
+func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
+	if onEvent == nil {
+		onEvent = func(dataphase.Event) {}
+	}
+	c := &PoolConn{sock: sock, core: core, onEvent: onEvent, done: make(chan struct{}), cancelFd: -1}
+	c.hn.pos = -1
+	return c
+}
+
+// place picks the live thread serving the fewest, starting one while the
+// pool may, and counts the new Test Connection on it.
+func (p *Pool) place() (*poolThread, error) {
+	s := &p.sys
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("pool closed")
+	}
+	var best *poolThread
+	for _, t := range s.threads {
+		if best == nil || t.load.Load() < best.load.Load() {
+			best = t
+		}
+	}
+	if (best == nil || best.load.Load() > 0) && len(s.threads) < p.max {
+		t, err := newPoolThread(p, s.nextID)
+		if err != nil {
+			if best == nil {
+				return nil, err
+			}
+			p.opts.Log.Warn("engine: cannot start another Engine Thread", "err", err)
+		} else {
+			s.nextID++
+			s.threads = append(s.threads, t)
+			ensureProcs(len(s.threads) + 1)
+			go t.run()
+			best = t
+		}
+	}
+	best.load.Add(1)
+	return best, nil
+}
+
+// ensureProcs raises GOMAXPROCS to at least n: one P for each Engine
+// Thread and one for everything else. An Engine Thread is a locked
+// goroutine that spends its life entering and leaving system calls; with
+// no idle P left, sysmon takes its P away whenever a wait spans two of
+// its ticks (20 µs while it is busy) and hands it to a spinning M, which
+// costs wake-ups at every wait (measured here with GOMAXPROCS=1, as
+// `taskset -c 0` gives: three wake-ups in the process per wait of the
+// Engine Thread; with a P to spare, about 1.2). Setting GOMAXPROCS stops
+// the runtime's own updates of it (from the cgroup quota); the pool's
+// size follows the same quota, so nothing is lost.
+func ensureProcs(n int) {
+	if runtime.GOMAXPROCS(0) < n {
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// Stats returns a snapshot of the pool's counters.
+func (p *Pool) Stats() PoolStats {
+	s := &p.sys
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := PoolStats{MaxThreads: p.max, Threads: len(s.threads)}
+	for _, t := range s.threads {
+		st.Conns += int(t.load.Load())
+		st.Turns += t.turns.Load()
+		st.Wakeups += t.wakeups.Load()
+	}
+	return st
+}
+
+// Close stops every Test Connection of the pool, waits for their ends and
+// ends its threads. Test Connections Run after Close run on their own
+// Engine Threads.
+func (p *Pool) Close() {
+	s := &p.sys
+	s.mu.Lock()
+	s.closed = true
+	ths := append([]*poolThread(nil), s.threads...)
+	s.mu.Unlock()
+	for _, t := range ths {
+		t.cmdMu.Lock()
+		t.quit = true
+		t.pending.Store(true)
+		t.cmdMu.Unlock()
+		t.wk.Wake()
+	}
+	for _, t := range ths {
+		<-t.done
+	}
+}
+
+// poolThread is one Engine Thread of a Pool.
+type poolThread struct {
+	pool *Pool
+	id   int
+	log  *slog.Logger
+	epfd int
+	wk   *Waker
+	done chan struct{}
+
+	load    atomic.Int32 // Test Connections placed on it and not yet retired
+	turns   atomic.Uint64
+	wakeups atomic.Uint64
+
+	// Commands, from any goroutine.
+	cmdMu                 sync.Mutex
+	adds, stops           []*PoolConn
+	addsSpare, stopsSpare []*PoolConn
+	pending               atomic.Bool
+	quit                  bool // Close: stop everything, then end
+	dead                  bool // no more commands are taken
+	quitReq               bool // the thread's copy of quit
+
+	// The thread's own state.
+	slots    []*PoolConn
+	slotGen  []int32
+	free     []int32
+	live     int
+	heap     deadlineHeap[*PoolConn]
+	ready    []*PoolConn
+	events   [maxEpollEvents]unix.EpollEvent
+	send     dataphase.SendBuffer
+	recv     dataphase.RecvBatch
+	clk      turnClock
+	progress *Progress
+	collect  bool // collect readiness in the next turn
+	quitting bool
+	group    clock.Time // the grouping window; 0: none
+	readN    int        // datagrams read in the current turn
+	hold     holdOff
+}
+
+func newPoolThread(p *Pool, id int) (*poolThread, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wk, err := NewWaker()
+	if err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	t := &poolThread{pool: p, id: id, log: p.opts.Log.With("engine_thread", id), epfd: epfd, wk: wk,
+		done: make(chan struct{}), collect: true}
+	t.hold.max = clock.Time(max(p.opts.HoldOff, 0))
+	t.group = clock.Time(max(p.opts.Group, 0))
+	return t, nil
+}
+
+// enqueue hands the thread a new Test Connection or a stop. It reports
+// false when the thread takes no more commands.
+func (t *poolThread) enqueue(c *PoolConn, stop bool) bool {
+	t.cmdMu.Lock()
+	if t.dead {
+		t.cmdMu.Unlock()
+		return false
+	}
+	if stop {
+		t.stops = append(t.stops, c)
+	} else {
+		t.adds = append(t.adds, c)
+	}
+	t.pending.Store(true)
+	t.cmdMu.Unlock()
+	t.wk.Wake()
+	return true
+}
+
+// run is the Engine Thread.
+func (t *poolThread) run() {
+	// Locked for good, as Conn's thread: the 1 ns timer slack leaves with
+	// the OS thread.
+	runtime.LockOSThread()
+	defer close(t.done)
+	t.progress = registerProgress()
+	defer t.progress.unregister()
+	if err := SetTimerSlack(1); err != nil {
+		t.log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.die(r, debug.Stack())
+		}
+		unix.Close(t.epfd)
+		t.wk.Close()
+	}()
+	var yielded clock.Time
+	for !t.quitting {
+		t.progress.busy()
+		again := t.turn()
+		t.progress.idle()
+		if now := t.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) && yieldEvery > 0 {
+			// See yieldEvery.
+			yielded = now
+			runtime.Gosched()
+		}
+		if !again && !t.quitting {
+			t.waitTurn()
+		}
+	}
+}
+
+// turn runs one turn: clock, commands, readiness, sends, reads. It reports
+// whether the thread should start the next turn at once.
+func (t *poolThread) turn() (again bool) {
+	t.turns.Add(1)
+	t.clk.read()
+	if t.pending.Load() {
+		t.takeCommands()
+	}
+	if t.collect {
+		t.collectReadiness()
+	}
+	t.collect = true // unless the wait says the epoll set is idle
+	t.readN = 0
+
+	// Sends first, earliest deadline first, within the turn's budget.
+	for {
+		c, ok := t.heap.min()
+		if !ok {
+			break
+		}
+		now := t.clk.now()
+		if c.hn.key > now.Mono {
+			break
+		}
+		if now.Mono.Sub(t.clk.start.Mono) >= sendBudget {
+			again = true
+			break
+		}
+		t.serve(c, true)
+	}
+
+	// Then one bounded read per readable Test Connection; those not
+	// drained stay on the list, in order.
+	n := len(t.ready)
+	keep := 0
+	for i := 0; i < n; i++ {
+		c := t.ready[i]
+		if !c.retired && c.readable {
+			t.serve(c, false)
+		}
+		if !c.retired && c.readable {
+			t.ready[keep] = c
+			keep++
+		} else {
+			c.inReady = false
+		}
+	}
+	// Entries appended during the loop (none today) are kept after.
+	keep += copy(t.ready[keep:], t.ready[n:])
+	clear(t.ready[keep:])
+	t.ready = t.ready[:keep]
+	if keep > 0 {
+		again = true
+	}
+	if t.quitReq && t.live == 0 {
+		t.finishQuit()
+		return false
+	}
+	if t.readN > 0 {
+		t.hold.afterRead(t.clk.now().Mono, t.readN, t.clk.start.Mono)
+	} else {
+		t.hold.turnEnded(t.clk.now().Mono, t.clk.start.Mono)
+	}
+	return again
+}
+
+// serve runs one Test Connection's sends (sends) or read, delivers its
+// events and puts it back into the heap, or retires it once it is done. A
+// panic retires this Test Connection only.
+func (t *poolThread) serve(c *PoolConn, sends bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.retire(c, r, debug.Stack())
+		}
+	}()
+	c.turns.Add(1)
+	c.worked = false
+	begin := t.clk.now()
+	switch {
+	case c.closing:
+		// Close was called on the socket: what the executor does next
+		// would fail with net.ErrClosed, and the socket may be gone
+		// before any read reports it.
+		t.fail(c, net.ErrClosed)
+	case sends:
+		t.sendConn(c, begin)
+	default:
+		t.readConn(c)
+	}
+	if !c.failed {
+		t.deliver(c)
+	}
+	if c.failed || c.core.Done() {
+		t.remove(c)
+		return
+	}
+	t.reschedule(c, begin.Mono)
+}
+
+func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
+	for c.core.Poll(now, &t.send) {
+		n, err := c.sock.SendBatch(&t.send)
+		now = t.clk.now()
+		if err != nil {
+			t.fail(c, err)
+			return
+		}
+		c.core.Sent(n, now)
+		c.worked = true
+		if n < t.send.N {
+			return // backpressure: reschedule backs off or watches EPOLLOUT
+		}
+		if now.Mono.Sub(t.clk.start.Mono) >= sendBudget {
+			return // the turn's budget: still due, served again next turn
+		}
+	}
+}
+
+func (t *poolThread) readConn(c *PoolConn) {
+	if err := c.sock.RecvBatch(&t.recv, maxReadsPerTurn); err != nil {
+		t.fail(c, err)
+		return
+	}
+	n := t.recv.N
+	if n < maxReadsPerTurn {
+		c.readable = false // drained: the next arrival raises an edge
+	}
+	if n == 0 {
+		return
+	}
+	t.hold.noteRead(c, &t.recv)
+	t.readN += n
+	c.core.Receive(&t.recv)
+	c.worked = true
+}
+
+// reschedule puts c's next deadline into the heap, with the same guards as
+// Conn's wait: after EAGAIN it watches EPOLLOUT (at most maxPollOutWait),
+// after ENOBUFS or EPERM it backs off, and a core that did nothing although
+// its deadline had passed is not served again for idleBackoff, so the
+// thread never spins on it.
+func (t *poolThread) reschedule(c *PoolConn, begin clock.Time) {
+	dl := c.core.Deadline()
+	now := t.clk.now().Mono
+	switch {
+	case c.sock.lastSendWouldBlock():
+		if !c.wantOut {
+			t.watchOut(c, true)
+		}
+		if dl <= now {
+			dl = now.Add(maxPollOutWait)
+		}
+	case c.sock.lastSendBackpressure():
+		dl = max(dl, now.Add(refusedBackoff))
+	case !c.worked && dl <= begin:
+		dl = max(dl, now.Add(idleBackoff))
+	}
+	t.heap.set(c, dl)
+}
+
+// deliver hands c's events to its onEvent.
+func (t *poolThread) deliver(c *PoolConn) {
+	for _, ev := range c.core.Events() {
+		c.worked = true
+		if ev.Kind == dataphase.EvEnd {
+			c.endDelivered = true
+		}
+		c.onEvent(ev)
+	}
+}
+
+// fail retires c's core after a socket error and delivers its last
+// events.
+func (t *poolThread) fail(c *PoolConn, err error) {
+	t.log.Error("engine: socket failure", "local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "err", err)
+	c.failed = true
+	c.core.Fail(err)
+	t.deliver(c)
+}
+
+// retire ends c after a panic in its work: Fail with the panic as the
+// error, its events delivered, an EvEnd made up if that panics too; then
+// it leaves the thread.
+func (t *poolThread) retire(c *PoolConn, r any, stack []byte) {
+	err := fmt.Errorf("engine: panic: %v", r)
+	t.log.Error("engine: Test Connection retired after a panic",
+		"local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "panic", fmt.Sprint(r), "stack", string(stack))
+	c.failed = true
+	if protect(func() { c.core.Fail(err) }) {
+		protect(func() { t.deliver(c) })
+	}
+	t.remove(c)
+}
+
+// remove takes c off the thread: out of the heap and the epoll set, its
+// end reported if the core did not, its slot freed, Done closed. Nothing
+// here waits.
+func (t *poolThread) remove(c *PoolConn) {
+	if c.retired {
+		return
+	}
+	c.retired = true
+	t.heap.remove(c)
+	t.epollDel(c)
+	if !c.endDelivered {
+		if !c.failed {
+			t.log.Error("engine: core ended without EvEnd", "local", c.sock.LocalAddr(), "peer", c.sock.Peer())
+		}
+		endFailure(c)
+	}
+	if c.slot >= 0 && int(c.slot) < len(t.slots) && t.slots[c.slot] == c {
+		t.slots[c.slot] = nil
+		t.slotGen[c.slot]++
+		t.free = append(t.free, c.slot)
+		t.live--
+	}
+	c.readable = false
+	t.load.Add(-1)
+	close(c.done)
+}
+
+// endFailure delivers a made-up EvEnd with EndFailure.
+func endFailure(c *PoolConn) {
+	c.endDelivered = true
+	protect(func() { c.onEvent(dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndFailure}) })
+}
+
+// takeCommands takes the queued new Test Connections and stops.
+func (t *poolThread) takeCommands() {
+	t.cmdMu.Lock()
+	adds, stops := t.adds, t.stops
+	t.adds, t.stops = t.addsSpare[:0], t.stopsSpare[:0]
+	t.addsSpare, t.stopsSpare = adds, stops
+	t.pending.Store(false)
+	quit := t.quit
+	t.cmdMu.Unlock()
+	for i, c := range adds {
+		t.add(c)
+		adds[i] = nil
+	}
+	for i, c := range stops {
+		t.stop(c)
+		stops[i] = nil
+	}
+	if quit {
+		t.quitReq = true
+	}
+	if t.quitReq {
+		for _, c := range t.slots {
+			if c != nil {
+				t.stop(c)
+			}
+		}
+	}
+}
+
+// errPoolClosed ends Test Connections placed on a thread as its pool
+// closed.
+var errPoolClosed = errors.New("engine: pool closed")
+
+// finishQuit ends the thread once Close asked and its last Test
+// Connection is gone. A Test Connection queued meanwhile is ended at once.
+func (t *poolThread) finishQuit() {
+	t.cmdMu.Lock()
+	t.dead = true
+	late := t.adds
+	t.adds = nil
+	t.cmdMu.Unlock()
+	for _, c := range late {
+		c.failed = true
+		if protect(func() { c.core.Fail(errPoolClosed) }) {
+			protect(func() { t.deliver(c) })
+		}
+		if !c.endDelivered {
+			endFailure(c)
+		}
+		c.retired = true
+		t.load.Add(-1)
+		close(c.done)
+	}
+	t.quitting = true
+}
+
+// add registers a new Test Connection: a slot, its socket and the socket's
+// close signal in the epoll set, due at once.
+func (t *poolThread) add(c *PoolConn) {
+	var slot int32
+	if k := len(t.free); k > 0 {
+		slot = t.free[k-1]
+		t.free = t.free[:k-1]
+	} else {
+		slot = int32(len(t.slots))
+		t.slots = append(t.slots, nil)
+		t.slotGen = append(t.slotGen, 0)
+	}
+	t.slots[slot] = c
+	t.live++
+	c.slot, c.gen = slot, t.slotGen[slot]
+	_, rcv := c.sock.Granted()
+	c.rcvPayload = int64(rcv / 2)
+	if cap(t.ready) < len(t.slots) {
+		r := make([]*PoolConn, len(t.ready), 2*len(t.slots))
+		copy(r, t.ready)
+		t.ready = r
+	}
+	if err := t.epollAdd(c); err != nil {
+		t.heap.push(c, 0)
+		protect(func() { t.fail(c, err) })
+		t.remove(c)
+		return
+	}
+	t.heap.push(c, 0) // a first turn at once, as Conn's
+	c.readable = true // datagrams may be queued already
+	t.markReady(c)
+}
+
+// stop passes a stop to c's core and makes it due at once.
+func (t *poolThread) stop(c *PoolConn) {
+	if c.retired || c.stopped || c.th != t {
+		return
+	}
+	c.stopped = true
+	if !protect(c.core.Stop) {
+		t.retire(c, "core.Stop panicked", nil)
+		return
+	}
+	t.heap.set(c, 0)
+}
+
+// epollAdd puts c's socket and its close signal into the epoll set. The
+// close signal is the socket's cancel eventfd, which Close makes readable
+// before it closes both descriptors; the thread registers its own
+// duplicate of it, so the registration, and the event Close raised,
+// outlive Close's close (an epoll registration ends when the last
+// descriptor of its file is closed).
+func (t *poolThread) epollAdd(c *PoolConn) error {
+	x := &c.sock.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	cfd, err := unix.FcntlInt(uintptr(x.cancelFd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
+	}
+	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
+	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, x.fd, &ev); err != nil {
+		unix.Close(cfd)
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	ev = unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen<<1 | 1}
+	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, cfd, &ev); err != nil {
+		_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
+		unix.Close(cfd)
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	c.cancelFd = cfd
+	return nil
+}
+
+// epollDel takes c's socket and close signal out of the epoll set. A
+// closed socket left it already, and its descriptor number may belong to
+// another one now, so it is left alone (the socket's lock keeps Close out
+// meanwhile).
+func (t *poolThread) epollDel(c *PoolConn) {
+	if c.cancelFd >= 0 {
+		unix.Close(c.cancelFd) // its registration goes with it
+		c.cancelFd = -1
+	}
+	x := &c.sock.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return
+	}
+	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
+}
+
+// watchOut adds or removes EPOLLOUT for c's socket.
+func (t *poolThread) watchOut(c *PoolConn, on bool) {
+	x := &c.sock.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	c.wantOut = on
+	if x.fd < 0 {
+		return
+	}
+	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
+	if on {
+		ev.Events |= unix.EPOLLOUT
+	}
+	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_MOD, x.fd, &ev)
+}
+
+func (t *poolThread) markReady(c *PoolConn) {
+	if !c.inReady {
+		c.inReady = true
+		t.ready = append(t.ready, c)
+	}
+}
+
+// collectReadiness takes the epoll set's events without waiting.
+func (t *poolThread) collectReadiness() {
+	for {
+		n, err := unix.EpollWait(t.epfd, t.events[:], 0)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			t.log.Error("engine: epoll_wait", "err", err)
+			return
+		}
+		for i := 0; i < n; i++ {
+			t.onReady(&t.events[i])
+		}
+		if n < len(t.events) {
+			return
+		}
+	}
+}
+
+func (t *poolThread) onReady(ev *unix.EpollEvent) {
+	slot := ev.Fd
+	if slot < 0 || int(slot) >= len(t.slots) {
+		return
+	}
+	c := t.slots[slot]
+	if c == nil || c.gen != ev.Pad>>1 {
+		return // an event of a retired Test Connection
+	}
+	if ev.Pad&1 != 0 {
+		// The socket's close signal: Close has begun.
+		c.closing = true
+		c.readable = true
+		t.markReady(c)
+		return
+	}
+	if ev.Events&unix.EPOLLOUT != 0 && c.wantOut {
+		t.watchOut(c, false)
+		t.heap.set(c, min(c.hn.key, t.clk.start.Mono))
+	}
+	if ev.Events&unix.EPOLLERR != 0 {
+		c.sock.clearError()
+	}
+	if ev.Events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		c.readable = true
+		t.markReady(c)
+	}
+}
+
+// waitTurn sleeps until the earliest deadline, readiness, or a command.
+// During a receive hold-off readiness does not end the wait: the epoll fd
+// is left out of the ppoll, and the hold-off's end is a deadline.
+func (t *poolThread) waitTurn() {
+	if t.pending.Load() {
+		return // commands are waiting: take them at once
+	}
+	now := t.clk.now().Mono
+	dl := t.heap.minKey()
+	if dl <= now {
+		return
+	}
+	if g := t.group; g > 0 && dl != clock.Never {
+		// Wait for the last deadline within the window of the earliest.
+		dl = t.heap.lastWithin(dl+g, maxGroupVisit)
+	}
+	holding := t.hold.until > now
+	if holding {
+		dl = min(dl, t.hold.until)
+	}
+	p := [2]unix.PollFd{{Fd: int32(t.wk.fd), Events: unix.POLLIN}, {Fd: int32(t.epfd), Events: unix.POLLIN}}
+	k := 2
+	if holding {
+		k = 1
+	}
+	var ts *unix.Timespec
+	var tv unix.Timespec
+	if dl != clock.Never {
+		tv = unix.NsecToTimespec(int64(dl - now))
+		ts = &tv
+	}
+	_, err := unix.Ppoll(p[:k], ts, nil)
+	t.wakeups.Add(1)
+	if err != nil && err != unix.EINTR {
+		// Not expected (the fds are the thread's own); do not spin on it.
+		t.log.Error("engine: ppoll", "err", err)
+		time.Sleep(time.Millisecond)
+	}
+	if p[0].Revents != 0 {
+		t.wk.drain()
+	}
+	t.collect = holding || err != nil || p[1].Revents != 0
+}
+
+// die ends every Test Connection of a thread whose own code panicked
+// (outside any Test Connection's work, which serve recovers): each one
+// reports its end and its Done closes; the thread leaves the pool, and
+// new Test Connections go to the others or to a new thread.
+func (t *poolThread) die(r any, stack []byte) {
+	t.log.Error("engine: Engine Thread failed; ending its Test Connections", "panic", fmt.Sprint(r), "stack", string(stack))
+	s := &t.pool.sys
+	s.mu.Lock()
+	for i, x := range s.threads {
+		if x == t {
+			s.threads = append(s.threads[:i], s.threads[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	t.cmdMu.Lock()
+	t.dead = true
+	adds := t.adds
+	t.adds = nil
+	t.cmdMu.Unlock()
+	err := fmt.Errorf("engine: Engine Thread failed: %v", r)
+	end := func(c *PoolConn) {
+		if c.retired {
+			return
+		}
+		c.retired = true
+		if !c.failed {
+			c.failed = true
+			if protect(func() { c.core.Fail(err) }) {
+				protect(func() { t.deliver(c) })
+			}
+		}
+		if !c.endDelivered {
+			endFailure(c)
+		}
+		protect(func() { t.epollDel(c) })
+		close(c.done)
+	}
+	for _, c := range t.slots {
+		if c != nil {
+			end(c)
+		}
+	}
+	for _, c := range adds {
+		end(c)
+	}
+}
+
+// holdOff is an Engine Thread's receive hold-off state (see pool.go).
+type holdOff struct {
+	max   clock.Time // the bound; 0: off
+	until clock.Time // arrivals do not end a wait before this
+
+	winStart clock.Time
+	cur      holdWin
+	prev     holdWin
+}
+
+// holdWin is one window of the hold-off's inputs.
+type holdWin struct {
+	dgrams  int64      // datagrams read
+	capMin  clock.Time // least quarter of a socket's receive buffer time; 0: none seen
+	turnMax clock.Time // longest turn
+}
+
+// roll starts a new window when the current one is over.
+func (h *holdOff) roll(now clock.Time) {
+	if now-h.winStart < clock.Time(holdWindow) {
+		return
+	}
+	if now-h.winStart < 2*clock.Time(holdWindow) {
+		h.prev = h.cur
+	} else {
+		h.prev = holdWin{} // a quiet window in between
+	}
+	h.cur = holdWin{}
+	h.winStart = now
+}
+
+// noteRead records a read of c's socket: the quarter of the time its
+// receive buffer holds at the rate the datagrams came in since its last
+// read.
+func (h *holdOff) noteRead(c *PoolConn, b *dataphase.RecvBatch) {
+	now := b.Pair.Mono
+	last := c.lastRead
+	c.lastRead = now
+	if h.max == 0 || last == 0 || now <= last || c.rcvPayload <= 0 {
+		return
+	}
+	var bytes int64
+	for i := 0; i < b.N; i++ {
+		bytes += int64(b.Dgrams[i].Len)
+	}
+	if bytes <= 0 {
+		return
+	}
+	// buffer time = rcvPayload / (bytes / dt); a quarter of it.
+	q := clock.Time(float64(c.rcvPayload) * float64(now-last) / float64(bytes) / 4)
+	h.roll(now)
+	if h.cur.capMin == 0 || q < h.cur.capMin {
+		h.cur.capMin = max(q, 1)
+	}
+}
+
+// turnEnded records a turn's length.
+func (h *holdOff) turnEnded(now, start clock.Time) {
+	if h.max == 0 {
+		return
+	}
+	h.roll(now)
+	h.cur.turnMax = max(h.cur.turnMax, now-start)
+}
+
+// afterRead sets the hold-off after a turn that read n datagrams.
+func (h *holdOff) afterRead(now clock.Time, n int, start clock.Time) {
+	if h.max == 0 {
+		return
+	}
+	h.turnEnded(now, start)
+	h.cur.dgrams += int64(n)
+	d := h.length(now)
+	if d > 0 {
+		h.until = now + d
+	}
+}
+
+// length is the hold-off to apply now: at most max, less than every
+// recently read socket's quarter buffer time minus the longest recent
+// turn, and none unless more than one datagram is expected within it.
+func (h *holdOff) length(now clock.Time) clock.Time {
+	d := h.max
+	for _, w := range [2]*holdWin{&h.cur, &h.prev} {
+		if w.capMin > 0 {
+			d = min(d, w.capMin-max(h.cur.turnMax, h.prev.turnMax))
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	// The arrival rate over the windows kept.
+	span := now - h.winStart
+	n := h.cur.dgrams
+	if h.prev.dgrams > 0 {
+		span += clock.Time(holdWindow)
+		n += h.prev.dgrams
+	}
+	if span <= 0 || float64(n)*float64(d)/float64(span) <= 1 {
+		return 0
+	}
+	return d
+}

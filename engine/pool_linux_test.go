@@ -1,0 +1,630 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+	"golang.org/x/sys/unix"
+)
+
+func waitPoolDone(t *testing.T, c *PoolConn, d time.Duration) {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(d):
+		t.Fatalf("Test Connection not done after %v (stats %+v)", d, c.Stats())
+	}
+}
+
+// A new Test Connection goes to the thread serving the fewest, a new
+// thread starts only while every running one serves some, and a Test
+// Connection stays on its thread.
+func TestPoolPlacement(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 3})
+	defer p.Close()
+	run := func() *PoolConn {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		return p.Run(a, newFakeCore(0, 0), nil)
+	}
+	var cs []*PoolConn
+	for range 5 {
+		cs = append(cs, run())
+	}
+	loads := map[*poolThread]int{}
+	for _, c := range cs {
+		loads[c.th]++
+	}
+	if len(loads) != 3 {
+		t.Fatalf("%d threads for 5 Test Connections, want 3", len(loads))
+	}
+	// 2, 2, 1: end one on a thread serving two; the next goes to one of
+	// the two threads serving one.
+	var ended *PoolConn
+	for _, c := range cs {
+		if loads[c.th] == 2 {
+			ended = c
+			break
+		}
+	}
+	ended.Stop()
+	waitPoolDone(t, ended, 2*time.Second)
+	n := run()
+	if n.th.load.Load() != 2 || loads[n.th] != 1 && n.th != ended.th {
+		t.Errorf("new Test Connection on a thread with %d (it served %d)", n.th.load.Load(), loads[n.th])
+	}
+	if st := p.Stats(); st.Threads != 3 || st.Conns != 5 {
+		t.Errorf("stats %+v", st)
+	}
+	th := cs[0].th
+	time.Sleep(10 * time.Millisecond)
+	if cs[0].th != th {
+		t.Error("a Test Connection moved")
+	}
+}
+
+// Stop reaches a thread that waits without a deadline through its
+// eventfd.
+func TestPoolStop(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	core := newFakeCore(0, 0) // Deadline: only on receive
+	var log eventLog
+	c := p.Run(a, core, log.add)
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	go c.Stop()
+	c.Stop()
+	waitPoolDone(t, c, 2*time.Second)
+	t.Logf("stopped %v after Stop", time.Since(start))
+	log.checkEnd(t, dataphase.EndLocalStop)
+	c.Stop() // after the end: harmless
+}
+
+// A panic in one Test Connection's core or onEvent retires it alone: its
+// end is reported as a failure, and the others on the thread go on to
+// their normal end.
+func TestPoolPanicIsolation(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	mk := func(run time.Duration) (*fakeCore, *eventLog) {
+		return newFakeCore(time.Millisecond, run), &eventLog{}
+	}
+	// Healthy ones.
+	var good []*PoolConn
+	var goodLogs []*eventLog
+	var goodCores []*fakeCore
+	for range 3 {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		core, log := mk(100 * time.Millisecond)
+		good = append(good, p.Run(a, core, log.add))
+		goodLogs, goodCores = append(goodLogs, log), append(goodCores, core)
+	}
+	// A core that panics in Poll, one that panics in Fail too, and an
+	// onEvent that panics.
+	a1, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	c1, l1 := mk(0)
+	c1.panicOnPoll = 5
+	b1 := p.Run(a1, c1, l1.add)
+	a2, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	c2, l2 := mk(0)
+	c2.panicOnPoll, c2.panicInFail = 5, true
+	b2 := p.Run(a2, c2, l2.add)
+	a3, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	c3, l3 := mk(20 * time.Millisecond)
+	b3 := p.Run(a3, c3, func(ev dataphase.Event) {
+		l3.add(ev)
+		panic("onEvent: boom")
+	})
+	waitPoolDone(t, b1, 2*time.Second)
+	waitPoolDone(t, b2, 2*time.Second)
+	waitPoolDone(t, b3, 2*time.Second)
+	l1.checkEnd(t, dataphase.EndFailure)
+	if c1.failErr == nil || !strings.Contains(c1.failErr.Error(), "boom") {
+		t.Errorf("Fail(%v)", c1.failErr)
+	}
+	l2.checkEnd(t, dataphase.EndFailure)
+	l3.checkEnd(t, dataphase.EndStopped) // the EvEnd was delivered, then onEvent panicked
+	for i, c := range good {
+		waitPoolDone(t, c, 2*time.Second)
+		goodLogs[i].checkEnd(t, dataphase.EndStopped)
+		if goodCores[i].sentOK < 50 {
+			t.Errorf("healthy Test Connection %d sent %d in 100 ms", i, goodCores[i].sentOK)
+		}
+	}
+	if a1.Fd() < 0 {
+		t.Error("the executor closed a socket")
+	}
+	if st := p.Stats(); st.Threads != 1 || st.Conns != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// Closing the socket under a waiting Test Connection ends it with
+// net.ErrClosed, through the socket's close signal in the epoll set.
+func TestPoolSocketClosed(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	core := newFakeCore(0, 0)
+	var log eventLog
+	c := p.Run(a, core, log.add)
+	time.Sleep(20 * time.Millisecond)
+	a.Close()
+	waitPoolDone(t, c, 2*time.Second)
+	log.checkEnd(t, dataphase.EndFailure)
+	if !errors.Is(core.failErr, net.ErrClosed) {
+		t.Fatalf("Fail(%v)", core.failErr)
+	}
+}
+
+// A Test Connection whose socket is closed before its thread takes it
+// ends with a failure too.
+func TestPoolSocketClosedBeforeStart(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	a.Close()
+	var log eventLog
+	c := p.Run(a, newFakeCore(time.Millisecond, 0), log.add)
+	waitPoolDone(t, c, 2*time.Second)
+	log.checkEnd(t, dataphase.EndFailure)
+}
+
+func TestPoolTimerSlack(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	core := &slackCore{fakeCore: newFakeCore(time.Millisecond, 5*time.Millisecond)}
+	c := p.Run(a, core, nil)
+	waitPoolDone(t, c, 2*time.Second)
+	if core.slack != 1 {
+		t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
+	}
+}
+
+// ENOBUFS on every send: the thread backs off instead of spinning.
+func TestPoolBackoffNoSpin(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	refuseAll(a)
+	core := newFakeCore(10*time.Microsecond, 100*time.Millisecond)
+	var log eventLog
+	c := p.Run(a, core, log.add)
+	waitPoolDone(t, c, 2*time.Second)
+	log.checkEnd(t, dataphase.EndStopped)
+	st := c.Stats()
+	t.Logf("stats %+v", st)
+	if st.Turns > 3000 || st.Socket.BackpressureEvents == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// budgetCore counts the datagrams it receives per turn of its thread.
+type budgetCore struct {
+	*fakeCore
+	th        *poolThread
+	lastTurn  uint64
+	thisTurn  int
+	maxPerTrn atomic.Int64
+}
+
+func (b *budgetCore) Receive(r *dataphase.RecvBatch) {
+	if tn := b.th.turns.Load(); tn != b.lastTurn {
+		b.lastTurn, b.thisTurn = tn, 0
+	}
+	b.thisTurn += r.N
+	if int64(b.thisTurn) > b.maxPerTrn.Load() {
+		b.maxPerTrn.Store(int64(b.thisTurn))
+	}
+	b.fakeCore.Receive(r)
+}
+
+// A flooded socket is read at most 256 datagrams per turn, and a sender
+// on the same thread keeps sending meanwhile.
+func TestPoolReadBudget(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	rx, flood := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 8 << 20})
+	sa, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	sender := newFakeCore(time.Millisecond, 0)
+	sc := p.Run(sa, sender, nil)
+	// The receiver starts once the flood is queued.
+	var sb dataphase.SendBuffer
+	const total = 3000
+	for i := 0; i < total/100; i++ {
+		fillPlan(&sb, 1, uint32(i*100), lens(100, 200)...)
+		if n, err := flood.SendBatch(&sb); err != nil || n != 100 {
+			t.Fatalf("sent %d, %v", n, err)
+		}
+	}
+	core := &budgetCore{fakeCore: newFakeCore(0, 0), th: sc.th}
+	rc := p.Run(rx, core, nil)
+	end := time.Now().Add(2 * time.Second)
+	for core.received.Load() < total && time.Now().Before(end) {
+		time.Sleep(time.Millisecond)
+	}
+	rc.Stop()
+	sc.Stop()
+	waitPoolDone(t, rc, 2*time.Second)
+	waitPoolDone(t, sc, 2*time.Second)
+	t.Logf("received %d, at most %d in one turn; sender sent %d", core.received.Load(), core.maxPerTrn.Load(), sender.sentOK)
+	if core.received.Load() != total {
+		t.Errorf("received %d of %d", core.received.Load(), total)
+	}
+	if m := core.maxPerTrn.Load(); m > maxReadsPerTurn || m == 0 {
+		t.Errorf("read %d datagrams in one turn", m)
+	}
+	if sender.sentOK == 0 {
+		t.Error("the sender sent nothing")
+	}
+}
+
+// Closing a pool ends its threads.
+func TestPoolCloseEndsThreads(t *testing.T) {
+	before := ThreadCount()
+	p := NewPool(PoolOptions{Threads: 2})
+	var cs []*PoolConn
+	for range 4 {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		cs = append(cs, p.Run(a, newFakeCore(time.Millisecond, 0), nil))
+	}
+	time.Sleep(10 * time.Millisecond)
+	if n := ThreadCount(); n != before+2 {
+		t.Errorf("%d Engine Threads, want %d", n, before+2)
+	}
+	p.Close()
+	for _, c := range cs {
+		waitPoolDone(t, c, time.Second)
+	}
+	if n := ThreadCount(); n != before {
+		t.Errorf("%d Engine Threads after Close, want %d", n, before)
+	}
+	// After Close a Test Connection still runs, on its own thread.
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	var log eventLog
+	c := p.Run(a, newFakeCore(time.Millisecond, 10*time.Millisecond), log.add)
+	waitPoolDone(t, c, 2*time.Second)
+	log.checkEnd(t, dataphase.EndStopped)
+}
+
+// newTestThread returns a pool thread driven by the test itself.
+func newTestThread(t *testing.T, o PoolOptions) *poolThread {
+	t.Helper()
+	p := NewPool(o)
+	th, err := newPoolThread(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Close(th.epfd)
+		th.wk.Close()
+	})
+	return th
+}
+
+func addTestConn(th *poolThread, sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
+	c := newPoolConn(sock, core, onEvent)
+	c.th = th
+	th.load.Add(1)
+	th.add(c)
+	return c
+}
+
+// Every Test Connection of a thread that dies reports its end.
+func TestPoolThreadDeath(t *testing.T) {
+	th := newTestThread(t, PoolOptions{Threads: 1})
+	var logs [3]eventLog
+	var cs []*PoolConn
+	for i := range logs {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		cs = append(cs, addTestConn(th, a, newFakeCore(time.Millisecond, 0), logs[i].add))
+	}
+	// One more, queued but not yet taken.
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	var qlog eventLog
+	queued := newPoolConn(a, newFakeCore(time.Millisecond, 0), qlog.add)
+	queued.th = th
+	if !th.enqueue(queued, false) {
+		t.Fatal("enqueue refused")
+	}
+	th.turn()
+	th.die("boom", nil)
+	for i, c := range append(cs, queued) {
+		select {
+		case <-c.Done():
+		default:
+			t.Fatalf("Test Connection %d not done", i)
+		}
+	}
+	for i := range logs {
+		logs[i].checkEnd(t, dataphase.EndFailure)
+	}
+	qlog.checkEnd(t, dataphase.EndFailure)
+	if th.enqueue(queued, false) {
+		t.Error("a dead thread took a command")
+	}
+}
+
+// 8 Test Connections on one Engine Thread: a steady turn (sends, reads,
+// readiness, wait) allocates nothing.
+func TestPoolTurnAllocs(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	th := newTestThread(t, PoolOptions{Threads: 1})
+	var peers []*Socket
+	var cores []*fakeCore
+	events := 0
+	for range 8 {
+		a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
+		core := newFakeCore(200*time.Microsecond, 0)
+		addTestConn(th, a, core, func(dataphase.Event) { events++ })
+		peers, cores = append(peers, b), append(cores, core)
+	}
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 1, 0, lens(5, 300)...)
+	step := func() {
+		for _, b := range peers {
+			if _, err := b.SendBatch(&sb); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !th.turn() {
+			th.waitTurn()
+		}
+		for _, b := range peers {
+			if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 50 {
+		step()
+	}
+	allocs := testing.AllocsPerRun(500, step)
+	var sent, recv int64
+	for _, c := range cores {
+		sent += int64(c.sentOK)
+		recv += c.received.Load()
+	}
+	t.Logf("allocs per turn %v; sent %d, received %d; turns %d, wake-ups %d", allocs, sent, recv, th.turns.Load(), th.wakeups.Load())
+	if allocs != 0 {
+		t.Fatalf("a steady turn of 8 Test Connections allocates %v times", allocs)
+	}
+	if sent == 0 || recv == 0 || th.wakeups.Load() == 0 {
+		t.Fatal("the turns did not send, read and wait")
+	}
+}
+
+// The hold-off's arithmetic: none until more than one datagram is
+// expected within it, at most the bound, and less than a quarter of a
+// socket's buffer time minus the longest recent turn.
+func TestPoolHoldOffLength(t *testing.T) {
+	us := func(n int) clock.Time { return clock.Time(time.Duration(n) * time.Microsecond) }
+	h := holdOff{max: us(250)}
+	t0 := clock.Time(time.Second)
+	h.roll(t0)
+	// 2 datagrams in 10 ms: 0.05 expected in 250 µs.
+	h.cur.dgrams = 2
+	if d := h.length(t0 + us(10000)); d != 0 {
+		t.Errorf("sparse arrivals: hold-off %v", d)
+	}
+	// 1,000 datagrams in 10 ms: 25 expected.
+	h.cur.dgrams = 1000
+	if d := h.length(t0 + us(10000)); d != us(250) {
+		t.Errorf("dense arrivals: hold-off %v, want 250µs", d)
+	}
+	// A socket whose buffer holds 400 µs at its rate: a quarter is 100 µs;
+	// a recent turn of 30 µs leaves 70 µs.
+	h.cur.capMin, h.cur.turnMax = us(100), us(30)
+	if d := h.length(t0 + us(10000)); d != us(70) {
+		t.Errorf("capped: hold-off %v, want 70µs", d)
+	}
+	// The previous window counts too.
+	h.roll(t0 + us(100000))
+	h.cur.dgrams = 1000
+	if h.prev.capMin != us(100) || h.cur.capMin != 0 {
+		t.Fatalf("windows %+v %+v", h.prev, h.cur)
+	}
+	if d := h.length(t0 + us(110000)); d != us(70) {
+		t.Errorf("previous window: hold-off %v, want 70µs", d)
+	}
+	// A turn longer than the buffer allows: none.
+	h.cur.turnMax = us(200)
+	if d := h.length(t0 + us(110000)); d != 0 {
+		t.Errorf("long turn: hold-off %v", d)
+	}
+	// Off.
+	off := holdOff{}
+	off.afterRead(t0, 1000, t0)
+	if off.until != 0 {
+		t.Error("a hold-off with the bound 0")
+	}
+
+	// noteRead: 10 datagrams of 1,000 bytes in 100 µs into a 1 MB buffer:
+	// 10 ms of buffer, a quarter is 2.5 ms.
+	var rb dataphase.RecvBatch
+	rb.N = 10
+	for i := range 10 {
+		rb.Dgrams[i].Len = 1000
+	}
+	c := &PoolConn{rcvPayload: 1_000_000, lastRead: t0}
+	h2 := holdOff{max: us(250)}
+	rb.Pair.Mono = t0 + us(100)
+	h2.noteRead(c, &rb)
+	if h2.cur.capMin != us(2500) || c.lastRead != t0+us(100) {
+		t.Errorf("capMin %v, lastRead %v", h2.cur.capMin, c.lastRead)
+	}
+}
+
+// Upstream-like load: many datagrams arriving on several sockets of one
+// thread are read in fewer wake-ups with the hold-off than without. The
+// counts are logged, not judged (timing belongs to benchmarks); what is
+// checked is that everything arrives.
+func TestPoolHoldOffReadsAll(t *testing.T) {
+	for _, hold := range []time.Duration{-1, 0} {
+		p := NewPool(PoolOptions{Threads: 1, HoldOff: hold})
+		var rxs []*fakeCore
+		var pcs []*PoolConn
+		var txs []*Socket
+		for range 4 {
+			a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
+			core := newFakeCore(0, 0)
+			rxs, txs = append(rxs, core), append(txs, b)
+			pcs = append(pcs, p.Run(a, core, nil))
+		}
+		var sb dataphase.SendBuffer
+		fillPlan(&sb, 1, 0, 200)
+		const rounds = 2000
+		for i := 0; i < rounds; i++ {
+			for _, s := range txs {
+				if _, err := s.SendBatch(&sb); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%4 == 0 {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		end := time.Now().Add(2 * time.Second)
+		for time.Now().Before(end) {
+			var got int64
+			for _, c := range rxs {
+				got += c.received.Load()
+			}
+			if got == 4*rounds {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		st := p.Stats()
+		for i, c := range rxs {
+			if c.received.Load() != rounds {
+				t.Errorf("hold-off %v: socket %d received %d of %d", hold, i, c.received.Load(), rounds)
+			}
+		}
+		t.Logf("hold-off %v: %d wake-ups, %d turns for %d datagrams", hold, st.Wakeups, st.Turns, 4*rounds)
+		for _, c := range pcs {
+			c.Stop()
+		}
+		p.Close()
+	}
+}
+
+// tidCore records the thread it runs on.
+type tidCore struct {
+	*fakeCore
+	tid atomic.Int64
+}
+
+func (c *tidCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
+	if c.tid.Load() == 0 {
+		c.tid.Store(int64(unix.Gettid()))
+	}
+	return c.fakeCore.Poll(now, b)
+}
+
+// threadCPU returns the time thread tid of this process has run.
+func threadCPU(tid int64) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
+	if err != nil {
+		return 0
+	}
+	var ns int64
+	fmt.Sscan(string(b), &ns)
+	return time.Duration(ns)
+}
+
+// BenchmarkPoolSenders runs n cores that each send a 472-byte datagram
+// every millisecond (the capacity check's row 4) on one Engine Thread,
+// over loopback to sockets nobody reads, for 300 ms per iteration, with
+// and without a grouping window. It reports how late the sends were, the
+// thread's wake-ups per send and its CPU time per send (loopback runs the
+// receive path in the sender's context, so this is an upper bound of what
+// the sends cost over a NIC).
+func BenchmarkPoolSenders(b *testing.B) {
+	for _, n := range []int{1, 8, 32, 80} {
+		for _, group := range []time.Duration{0, 50 * time.Microsecond} {
+			b.Run(fmt.Sprintf("n=%d/group=%v", n, group), func(b *testing.B) {
+				var socks []*Socket
+				for range n {
+					a, _ := openPair(b, "127.0.0.1:0", SocketOptions{SockBuf: 256 << 10})
+					socks = append(socks, a)
+				}
+				var late []time.Duration
+				var sends, wakeups uint64
+				var cpu time.Duration
+				for b.Loop() {
+					p := NewPool(PoolOptions{Threads: 1, Group: group})
+					var cores []*tidCore
+					var pcs []*PoolConn
+					for _, s := range socks {
+						c := &tidCore{fakeCore: newFakeCore(time.Millisecond, 300*time.Millisecond)}
+						c.dgramLen = 472
+						cores = append(cores, c)
+						pcs = append(pcs, p.Run(s, c, nil))
+					}
+					time.Sleep(20 * time.Millisecond)
+					tid := cores[0].tid.Load()
+					c0 := threadCPU(tid)
+					w0 := p.Stats().Wakeups
+					for _, pc := range pcs {
+						<-pc.Done()
+					}
+					cpu += threadCPU(tid) - c0
+					wakeups += p.Stats().Wakeups - w0
+					p.Close()
+					for _, c := range cores {
+						late = append(late, c.lateness...)
+						sends += uint64(c.sentOK)
+					}
+				}
+				slices.Sort(late)
+				q := func(p float64) float64 {
+					return float64(late[min(len(late)-1, int(p*float64(len(late))))].Nanoseconds()) / 1e3
+				}
+				b.ReportMetric(q(0.5), "late-p50-µs")
+				b.ReportMetric(q(0.99), "late-p99-µs")
+				b.ReportMetric(float64(wakeups)/float64(sends), "wakeups/send")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(sends)/1e3, "cpu-µs/send")
+			})
+		}
+	}
+}
+
+// EAGAIN (a full send buffer) makes the Test Connection watch EPOLLOUT;
+// once the socket takes datagrams again it goes on sending.
+func TestPoolSendBufferFull(t *testing.T) {
+	p := NewPool(PoolOptions{Threads: 1})
+	defer p.Close()
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	var refusals atomic.Int32
+	a.sys.sendFn = func(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
+		if refusals.Add(1) <= 3 {
+			return 0, unix.EAGAIN
+		}
+		return sendmmsg(fd, msgs)
+	}
+	core := newFakeCore(time.Millisecond, 50*time.Millisecond)
+	var log eventLog
+	c := p.Run(a, core, log.add)
+	waitPoolDone(t, c, 2*time.Second)
+	log.checkEnd(t, dataphase.EndStopped)
+	st := c.Stats()
+	t.Logf("sent %d; stats %+v", core.sentOK, st)
+	if st.Socket.BackpressureEvents != 3 || core.sentOK < 20 {
+		t.Fatalf("sent %d, stats %+v", core.sentOK, st)
+	}
+}

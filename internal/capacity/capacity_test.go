@@ -1,0 +1,248 @@
+//go:build linux
+
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udpstp/udpstp/internal/netlab"
+)
+
+func envInts(b *testing.B, name, def string) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want a list of positive numbers", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// udpstpBin returns UDPSTP_BIN, or builds the binary into a temporary
+// directory.
+func udpstpBin(b *testing.B) string {
+	if p := os.Getenv("UDPSTP_BIN"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return abs
+	}
+	out := filepath.Join(b.TempDir(), "udpstp")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	cmd := exec.Command(goTool, "build", "-o", out, "github.com/udpstp/udpstp/cmd/udpstp")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building udpstp: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// servers returns the servers to compare: udpstp as built, its variants,
+// and OB-UDPST with UDPST_BIN.
+func servers(b *testing.B) []Server {
+	bin := udpstpBin(b)
+	s := []Server{{Name: "udpstp", Bin: bin, Kind: Udpstp}}
+	for _, v := range strings.Split(os.Getenv("CAPACITY_VARIANTS"), ";") {
+		if v = strings.TrimSpace(v); v != "" {
+			s = append(s, Server{Name: "udpstp " + v, Bin: bin, Kind: Udpstp, Env: strings.Fields(v)})
+		}
+	}
+	if p := os.Getenv("UDPST_BIN"); p != "" {
+		s = append(s, Server{Name: "OB-UDPST", Bin: p, Kind: OBUDPST})
+	} else {
+		b.Log("UDPST_BIN is not set: OB-UDPST is not compared")
+	}
+	return s
+}
+
+// labOrSkip builds a lab or skips the benchmark with the reason.
+func labOrSkip(b *testing.B, cfg netlab.Config) *netlab.Lab {
+	if err := netlab.AvailableFor(cfg); err != nil {
+		b.Skip(err)
+	}
+	l, err := netlab.Build(cfg)
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+var nextPort = 26000 + os.Getpid()%2000*10
+
+func port() int {
+	nextPort++
+	return nextPort
+}
+
+// BenchmarkServerCapacity is the server-capacity check (see the package
+// doc). It runs once whatever b.N is, and prints its table.
+func BenchmarkServerCapacity(b *testing.B) {
+	if runtime.NumCPU() < 2 {
+		b.Skip("the capacity check pins the server and the load generator to two different CPUs: this machine has 1")
+	}
+	lab := labOrSkip(b, netlab.Config{})
+	srvs := servers(b)
+	ns := envInts(b, "CAPACITY_N", "1,40,80,120,160,200")
+	secs := envInt(b, "CAPACITY_SECONDS", 10)
+	dirs := strings.Split(os.Getenv("CAPACITY_DIRS"), ",")
+	if os.Getenv("CAPACITY_DIRS") == "" {
+		dirs = []string{"down", "up"}
+	}
+	if err := PinSelf(1); err != nil {
+		b.Skip("cannot pin the load generator: ", err)
+	}
+	defer PinSelf(allCPUs()...)
+	reps := envInt(b, "CAPACITY_REPEAT", 1)
+	genGroup := 100 * time.Microsecond
+	if v := os.Getenv("CAPACITY_GEN_GROUP"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("CAPACITY_GEN_GROUP=%q: want a duration", v)
+		}
+		genGroup = d
+	}
+	tmp := b.TempDir()
+	type key struct {
+		server string
+		dir    string
+		n      int
+	}
+	runs := map[key][]*Result{}
+	var order []key
+	for rep := range reps {
+		for _, dir := range dirs {
+			for _, n := range ns {
+				// The servers take turns at each N, so a change in the
+				// machine's background load falls on all of them alike.
+				for _, s := range srvs {
+					k := key{s.Name, dir, n}
+					cfg := CheckConfig{Lab: lab, Server: s, N: n, Upstream: dir == "up", Seconds: secs, ServerCPU: 0, Port: port()}
+					if cfg.Upstream {
+						cfg.GenGroup = genGroup
+					}
+					r, err := Run(context.Background(), cfg, tmp)
+					if err != nil {
+						b.Logf("%s %s N=%d: %v", s.Name, dir, n, err)
+						continue
+					}
+					b.Logf("run %d: %s %s N=%d: delivered %.2f%%, skipped %d, lag p50 %v p99 %v, server CPU %.3f (waited %.3f), %.0f wake-ups/s, generator CPU %.2f, other %.2f %v",
+						rep+1, s.Name, dir, n, r.Share(), r.SkippedBursts, r.LagP50, r.LagP99, r.ServerCPU, r.ServerRunq, r.ServerWakeups, r.GenCPU, r.OtherCPU, r.Notes)
+					if _, ok := runs[k]; !ok {
+						order = append(order, k)
+					}
+					runs[k] = append(runs[k], r)
+				}
+			}
+		}
+	}
+	var rs []*Result
+	for _, k := range order {
+		rs = append(rs, Median(runs[k]))
+	}
+	table := Table(rs)
+	fmt.Printf("\nServer-capacity check (%s, server on CPU 0, generator on CPU 1, %d s tests, row 4):\n\n%s\n", lab, secs, table)
+	if f := os.Getenv("CAPACITY_OUT"); f != "" {
+		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+	for _, s := range srvs {
+		best := 0
+		for _, r := range rs {
+			if r.Server == s.Name && !r.Upstream && r.Share() >= 99 && r.N > best {
+				best = r.N
+			}
+		}
+		b.ReportMetric(float64(best), "down-conns-at-99%/"+strings.ReplaceAll(s.Name, " ", "_"))
+	}
+}
+
+func allCPUs() []int {
+	var c []int
+	for i := range runtime.NumCPU() {
+		c = append(c, i)
+	}
+	return c
+}
+
+// BenchmarkThroughput is the single-connection throughput comparison (see
+// the package doc). It runs once whatever b.N is, and prints its table.
+func BenchmarkThroughput(b *testing.B) {
+	if err := netlab.AvailableFor(netlab.Config{}); err != nil {
+		b.Skip(err)
+	}
+	srvs := servers(b)
+	secs := envInt(b, "THROUGHPUT_SECONDS", 3)
+	tmp := b.TempDir()
+	var rows []string
+	{
+		for _, mtu := range []int{1500, 9000} {
+			lab := labOrSkip(b, netlab.Config{MTU: mtu})
+			payload := mtu - 28
+			for _, up := range []bool{false, true} {
+				dir := "down"
+				if up {
+					dir = "up"
+				}
+				cells := []string{strconv.Itoa(mtu), dir}
+				for _, gso := range []bool{false, true} {
+					r, err := RawThroughput(lab, payload, gso, up, time.Duration(secs)*time.Second)
+					if err != nil {
+						cells = append(cells, "error: "+err.Error())
+						continue
+					}
+					cells = append(cells, fmt.Sprintf("%.0f (tx %.0f)", r.RxMbps(), r.TxMbps()))
+				}
+				for _, s := range srvs {
+					m, err := ClientMax(context.Background(), lab, s, port(), up, 10, tmp)
+					if err != nil {
+						cells = append(cells, "error: "+err.Error())
+						continue
+					}
+					cells = append(cells, fmt.Sprintf("%.0f", m))
+				}
+				rows = append(rows, "| "+strings.Join(cells, " | ")+" |")
+				b.Log(rows[len(rows)-1])
+			}
+			lab.Close()
+		}
+	}
+	head := "| MTU | direction | raw sendmmsg -> recvmmsg | raw sendmmsg+GSO -> recvmmsg |"
+	sep := "|---:|---|---:|---:|"
+	for _, s := range srvs {
+		head += " " + s.Name + " max |"
+		sep += "---:|"
+	}
+	fmt.Printf("\nSingle-connection throughput, Mbit/s at the IP layer (raw: received, and accepted by the sender):\n\n%s\n%s\n%s\n\n", head, sep, strings.Join(rows, "\n"))
+}
