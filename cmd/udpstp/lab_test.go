@@ -305,6 +305,16 @@ func labCases() []labCase {
 			})
 		}
 	}
+	// One test over four Test Connections sharing a shaped link: the
+	// aggregate maximum is the link's capacity (the multi-connection
+	// issue). Each connection searches on its own, as OB-UDPST's do.
+	for _, dir := range []netlab.Direction{netlab.Down, netlab.Up} {
+		cs = append(cs, labCase{
+			name: fmt.Sprintf("multi-C4-200M-%v", dir), cfg: shaped(dir, 200*M, 1500), dir: dir, secs: 5,
+			both: []string{"-j"}, args: []string{"-C", "4"}, kind: kindCapacity, want: 200, tol: 2,
+			about: fmt.Sprintf("tbf 200 Mbit/s %v, MTU 1500, -j, -C 4", dir),
+		})
+	}
 	// 1 Gbit/s at MTU 1500 with default options: the search reaches the
 	// jumbo rows, whose datagrams are fragmented.
 	for _, dir := range []netlab.Direction{netlab.Down, netlab.Up} {
