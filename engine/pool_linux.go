@@ -24,17 +24,6 @@ const (
 	// maxEpollEvents is how many readiness events one epoll_wait takes;
 	// more are collected by calling again.
 	maxEpollEvents = 256
-	// yieldEvery is how often an Engine Thread passes through the Go
-	// scheduler (runtime.Gosched). A goroutine that never does looks to
-	// the runtime's sysmon like one running for ever: after 10 ms
-	// (forcePreemptNS) sysmon preempts it and retakes its P at every
-	// cycle in which the thread sits in a system call, so each wait
-	// costs a P hand-off, a spinning M's wake-up and, once every P is
-	// idle, a wake-up of sysmon itself from its deep sleep by the
-	// thread's next system call: measured here, two to three extra
-	// wake-ups in the process per wait of the Engine Thread. A yield
-	// costs two thread switches; every 5 ms it is 200 a second.
-	yieldEvery = 5 * time.Millisecond
 	// maxGroupVisit bounds the heap entries a grouped wait looks at.
 	maxGroupVisit = 512
 	// holdWindow is the period over which the hold-off's inputs (arrival

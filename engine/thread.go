@@ -4,9 +4,22 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 
+	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
 )
+
+// yieldEvery is how often an Engine Thread passes through the Go
+// scheduler (runtime.Gosched). A goroutine that never does looks to the
+// runtime's sysmon like one running for ever: after 10 ms (forcePreemptNS)
+// sysmon preempts it and retakes its P at every cycle in which the thread
+// sits in a system call, so each wait costs a P hand-off, a spinning M's
+// wake-up and, once every P is idle, a wake-up of sysmon itself from its
+// deep sleep by the thread's next system call: measured here, two to three
+// extra wake-ups in the process per wait of the Engine Thread. A yield
+// costs two thread switches; every 5 ms it is 200 a second.
+const yieldEvery = 5 * time.Millisecond
 
 // run is the Engine Thread of one Conn.
 func (c *Conn) run() {
@@ -42,9 +55,17 @@ func (c *Conn) loop() {
 			c.retire(r, debug.Stack())
 		}
 	}()
+	var yielded clock.Time
 	for !c.core.Done() && !c.failed {
 		c.progress.busy()
 		again := c.turn()
+		if now := c.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) {
+			// See yieldEvery: a locked goroutine that never
+			// passes through the scheduler makes sysmon retake its P at
+			// every wait, at several wake-ups each.
+			yielded = now
+			runtime.Gosched()
+		}
 		if c.core.Done() || c.failed {
 			return
 		}
