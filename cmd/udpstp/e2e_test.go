@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -72,6 +73,25 @@ type proc struct {
 	logs []string
 }
 
+// watch collects the process's log lines from r; the channel is closed
+// when our server says it started.
+func (p *proc) watch(r io.Reader) <-chan struct{} {
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(r)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs = append(p.logs, sc.Text())
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), "server started") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	return ready
+}
+
 func (p *proc) log() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -91,19 +111,7 @@ func spawnServer(t *testing.T, bin string, args ...string) *proc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := sync.Once{}
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs = append(p.logs, sc.Text())
-			p.mu.Unlock()
-			if strings.Contains(sc.Text(), "server started") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
+	ready := p.watch(stderr)
 	if bin == udpstpBin {
 		select {
 		case <-ready:

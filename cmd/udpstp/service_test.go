@@ -7,7 +7,6 @@ package main
 // activation, and the one-line errors before any socket is opened.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -120,19 +119,7 @@ func startService(t *testing.T, env []string, files []*os.File, argv ...string) 
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := sync.Once{}
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs = append(p.logs, sc.Text())
-			p.mu.Unlock()
-			if strings.Contains(sc.Text(), "server started") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
+	ready := p.watch(stderr)
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			p.cmd.Process.Kill()
