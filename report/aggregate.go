@@ -57,7 +57,7 @@ type summaryAcc struct {
 	dvMin, dvMax, dvSum        uint32 // dvSum: sum of the Sub-Interval averages
 	rttMin, rttMax             uint32
 	rttSum, rttCnt             uint32
-	rateSum, intfSum           float64
+	rateSum                    float64
 	samples                    uint32
 }
 
@@ -91,7 +91,6 @@ type maxAcc struct {
 	active         int
 	rec            record
 	l3, l2, l1, l0 float64
-	rttAvg         uint32
 }
 
 // mode is 0 for single-mode tests and the first bimodal mode, 1 after the
@@ -106,18 +105,11 @@ func (c *Collector) mode(n int) int {
 // emit outputs the pending aggregate Sub-Interval at wall time wall.
 func (c *Collector) emit(wall int64) {
 	a := &c.agg
-	if c.res.info == nil { // cannot happen: results follow an activation
-		a.reset()
-		return
-	}
 	a.count++
 	n := a.count
 	m := c.mode(n)
 	if mx := &c.maxes[m]; a.l3 > mx.l3 {
 		*mx = maxAcc{wall: wall, active: c.active, rec: a.rec, l3: a.l3, l2: a.l2, l1: a.l1, l0: a.l0}
-		if a.rec.rttCnt > 0 {
-			mx.rttAvg = avg(a.rec.rttSum, a.rec.rttCnt)
-		}
 	}
 	s := a.rec.shown()
 	if !c.opt.NoSubInt {
@@ -126,7 +118,7 @@ func (c *Collector) emit(wall int64) {
 		}
 		c.res.intervals = append(c.res.intervals, intervalResult{
 			Interval: n, Seconds: float64(a.rec.accum) / 1000, Wall: wall, Active: c.active,
-			Q:         a.rec.quality(s, s.rttAvg),
+			Q:         a.rec.quality(s),
 			Capacity:  a.l3,
 			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
 		})
@@ -156,10 +148,7 @@ func (c *Collector) conclude() {
 	r.bleached = a.bleached
 	n := a.count
 	b := info.Bimodal
-	modes := 1
-	if b > 0 && n > b {
-		modes = 2
-	}
+	modes := c.mode(n) + 1
 	r.modalKeys = b == 0 || n > b
 	rttMinimum := a.rttMinimum
 	if rttMinimum == noDelay {
@@ -181,8 +170,8 @@ func (c *Collector) conclude() {
 	for i := range modes {
 		t := &c.sums[i]
 		sent := float64(t.dgrams) + float64(t.loss)
-		dvAvg, rate, intf := t.dvSum, t.rateSum, t.intfSum
-		if sent > 0 && t.samples > 0 {
+		dvAvg, rate := t.dvSum, t.rateSum
+		if sent > 0 {
 			if c.opt.LossRatio {
 				delivered = float64(t.loss) / sent
 			} else {
@@ -190,33 +179,21 @@ func (c *Collector) conclude() {
 			}
 			dvAvg = avg(t.dvSum, t.samples)
 			rate /= float64(t.samples)
-			intf /= float64(t.samples)
 		}
 		rttAvg := t.rttSum
 		if t.rttCnt > 0 {
 			rttAvg = avg(t.rttSum, t.rttCnt)
 		}
 		if c.text() {
-			c.write(summaryLine(pre, dir, label("Summary", i), &summaryText{
-				delivered: delivered, loss: t.loss, ooo: t.ooo, dup: t.dup, ce: t.ce,
-				dv: [3]uint32{t.dvMin, dvAvg, t.dvMax}, rtt: [3]uint32{t.rttMin, rttAvg, t.rttMax}, mbps: rate,
-			}, c.opt.LossRatio, c.ceOn()))
+			c.write(pre + dir + " " + label("Summary", i) + " " + qualityText(c.opt.LossRatio, delivered, c.ceOn(),
+				t.loss, t.ooo, t.dup, t.ce, [3]uint32{t.dvMin, dvAvg, t.dvMax}, [3]uint32{t.rttMin, rttAvg, t.rttMax}, rate))
 		}
-		q := quality{Loss: t.loss, Ooo: t.ooo, Dup: t.dup, CE: t.ce,
-			PDVMin: ms(t.dvMin), PDVAvg: ms(dvAvg), PDVMax: ms(t.dvMax), PDVRange: ms(t.dvMax - t.dvMin),
-			RTTMin: ms(t.rttMin), RTTAvg: ms(rttAvg), RTTMax: ms(t.rttMax), RTTRange: ms(t.rttMax - t.rttMin)}
-		if sent > 0 {
-			q.Delivered = float64(t.dgrams) * 100 / sent
-			q.LossRatio = float64(t.loss) / sent
-			q.ReorderedRatio = float64(t.ooo) / sent
-			q.ReplicatedRatio = float64(t.dup) / sent
-		}
-		if t.dgrams > 0 {
-			q.CEPercent = float64(t.ce) * 100 / float64(t.dgrams)
-		}
+		q := counts(t.dgrams, t.loss, t.ooo, t.dup, t.ce)
+		q.PDVMin, q.PDVAvg, q.PDVMax, q.PDVRange = ms(t.dvMin), ms(dvAvg), ms(t.dvMax), ms(t.dvMax-t.dvMin)
+		q.RTTMin, q.RTTAvg, q.RTTMax, q.RTTRange = ms(t.rttMin), ms(rttAvg), ms(t.rttMax), ms(t.rttMax-t.rttMin)
 		r.summary = append(r.summary, summaryResult{
 			Mode: i + 1, Intervals: last[i] - first[i] + 1, Active: c.active, Q: q,
-			Capacity: rate, IntfMbps: intf,
+			Capacity:  rate,
 			MinOneway: float64(a.clockDeltaMin) / 1000, MinRTT: ms(rttMinimum),
 		})
 	}
@@ -231,7 +208,7 @@ func (c *Collector) conclude() {
 		s := mx.rec.shown()
 		r.max = append(r.max, maxResult{
 			Mode: i + 1, Intervals: last[i] - first[i] + 1, Wall: mx.wall, Active: mx.active,
-			Q: mx.rec.quality(s, mx.rttAvg), Capacity: mx.l3, L2: mx.l2, L1: mx.l1, L0: mx.l0,
+			Q: mx.rec.quality(s), Capacity: mx.l3, L2: mx.l2, L1: mx.l1, L0: mx.l0,
 			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
 		})
 	}

@@ -200,7 +200,7 @@ func (c *Collector) ErrorStatus() int {
 func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.failed || c.finished {
+	if c.failed || c.finished || c.res.info == nil {
 		return
 	}
 	wall := r.Wall
@@ -211,13 +211,13 @@ func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	if n > c.agg.count {
 		c.emit(wall) // this connection has started the next Sub-Interval
 	}
-	if c.res.info != nil && n >= c.res.info.subIntervals() {
+	if n >= c.res.info.subIntervals() {
 		return
 	}
 	n++
 	c.conns[conn] = n
 	rec := recordOf(&r)
-	ipv6 := c.res.info != nil && c.res.info.IPv6
+	ipv6 := c.res.info.IPv6
 	l3 := rec.rate(overheadL3, ipv6)
 	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
 		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
@@ -245,8 +245,10 @@ func (c *Collector) ceOn() bool { return c.res.info != nil && c.res.info.CEThres
 // computes Summary and Maximum (when at least one Sub-Interval was output
 // and the run did not fail for lack of connections) and writes the final
 // text lines, or the whole JSON document followed by a newline. It returns
-// the first error writing to the output. An interrupted run (SIGINT) should
-// not call it: OB-UDPST then prints no results and exits with 255.
+// the first error writing to the output. udpstp calls it after an
+// interrupt too, with ErrorStatus 255 recorded: the results measured so far
+// are printed and kept (OB-UDPST prints nothing then; ours is a deliberate
+// difference, so that an interrupted run still leaves its result file).
 func (c *Collector) Finish() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -283,5 +285,5 @@ func (c *Collector) Document(f Format) []byte {
 // document renders the results with the current ErrorStatus and messages.
 func (c *Collector) document(f Format) []byte {
 	c.res.status, c.res.msg, c.res.msg2 = c.status, c.msg, c.msg2
-	return render(c.res.document(f, c.opt.NoSubInt), f == FormatJSONFormatted)
+	return render(c.res.document(f), f == FormatJSONFormatted)
 }

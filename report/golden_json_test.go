@@ -166,7 +166,7 @@ func TestGoldenJSONShape(t *testing.T) {
 			if err := c.Finish(); err != nil {
 				t.Fatal(err)
 			}
-			ours := c.res.document(FormatJSONFormatted, false)
+			ours := c.res.document(FormatJSONFormatted)
 			walk(t, name, ours, doc, checkKind(t))
 			if c.ErrorStatus() != fInt(t, doc, "ErrorStatus") {
 				t.Errorf("ErrorStatus %d, golden %d", c.ErrorStatus(), fInt(t, doc, "ErrorStatus"))
@@ -217,7 +217,7 @@ func TestGoldenJSONFromCaptures(t *testing.T) {
 				skip["RTTAvg"] = true
 			}
 			compared := 0
-			walk(t, sc.Name, c.res.document(FormatJSONFormatted, false), doc, func(p, key string, o, g jval) {
+			walk(t, sc.Name, c.res.document(FormatJSONFormatted), doc, func(p, key string, o, g jval) {
 				if skip[key] {
 					return
 				}

@@ -239,19 +239,19 @@ func resultsFromDoc(t *testing.T, doc *jobj) *results {
 			r.intervals = append(r.intervals, intervalResult{
 				Interval: fInt(t, o, "Interval"), Seconds: fNum(t, o, "Seconds"), Wall: fTime(t, o, "TimeOfSubInterval"),
 				Active: fInt(t, o, "ActiveConnections"), Q: qualityFrom(t, o, ""),
-				Capacity: fNum(t, o, "IPLayerCapacity"), IntfMbps: fNum(t, o, "InterfaceEthMbps"), MinOneway: fNum(t, o, "MinOnewayDelay"),
+				Capacity: fNum(t, o, "IPLayerCapacity"), MinOneway: fNum(t, o, "MinOnewayDelay"),
 			})
 		}
 	}
 	summary := func(o *jobj) summaryResult {
 		return summaryResult{Mode: fInt(t, o, "Mode"), Intervals: fInt(t, o, "Intervals"), Active: fInt(t, o, "ActiveConnections"),
-			Q: qualityFrom(t, o, "Summary"), Capacity: fNum(t, o, "IPLayerCapacitySummary"), IntfMbps: fNum(t, o, "InterfaceEthMbps"),
+			Q: qualityFrom(t, o, "Summary"), Capacity: fNum(t, o, "IPLayerCapacitySummary"),
 			MinOneway: fNum(t, o, "MinOnewayDelaySummary"), MinRTT: fNum(t, o, "MinRTTSummary")}
 	}
 	atMax := func(o *jobj) maxResult {
 		return maxResult{Mode: fInt(t, o, "Mode"), Intervals: fInt(t, o, "Intervals"), Wall: fTime(t, o, "TimeOfMax"),
 			Active: fInt(t, o, "ActiveConnections"), Q: qualityFrom(t, o, "AtMax"), Capacity: fNum(t, o, "MaxIPLayerCapacity"),
-			IntfMbps: fNum(t, o, "InterfaceEthMbps"), L2: fNum(t, o, "MaxETHCapacityNoFCS"), L1: fNum(t, o, "MaxETHCapacityWithFCS"),
+			L2: fNum(t, o, "MaxETHCapacityNoFCS"), L1: fNum(t, o, "MaxETHCapacityWithFCS"),
 			L0: fNum(t, o, "MaxETHCapacityWithFCSVLAN"), MinOneway: fNum(t, o, "MinOnewayDelayAtMax")}
 	}
 	if _, ok := out.lookup("Summary"); ok {

@@ -12,7 +12,7 @@ import "github.com/udpstp/udpstp/control"
 // figures (after every OB-UDPST key, and only when they are non-zero).
 const ExtensionKey = "udpstp"
 
-func (r *results) document(f Format, noSubInt bool) *jobj {
+func (r *results) document(f Format) *jobj {
 	brief := f == FormatJSONBrief
 	top := &jobj{}
 	if !brief {
@@ -27,7 +27,7 @@ func (r *results) document(f Format, noSubInt bool) *jobj {
 		if !brief {
 			top.add("Input", inputObject(r.info))
 		}
-		top.add("Output", r.output(noSubInt))
+		top.add("Output", r.output())
 	}
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
@@ -144,7 +144,7 @@ func inputObject(t *TestInfo) *jobj {
 	return in
 }
 
-func (r *results) output(noSubInt bool) *jobj {
+func (r *results) output() *jobj {
 	out := &jobj{}
 	out.time("BOMTime", r.bom)
 	out.int("TmaxUsed", warnNoTrafficMs)
@@ -152,7 +152,7 @@ func (r *results) output(noSubInt bool) *jobj {
 	out.int("TmaxRTTUsed", timeoutNoTraffic)
 	out.int("TimestampResolutionUsed", 1)
 	if r.complete {
-		if !noSubInt && len(r.intervals) > 0 {
+		if len(r.intervals) > 0 {
 			arr := make(jarr, 0, len(r.intervals))
 			for i := range r.intervals {
 				arr = append(arr, r.intervals[i].object())
@@ -221,7 +221,7 @@ func (v *intervalResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "")
 	o.num("IPLayerCapacity", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", v.IntfMbps, precPercent)
+	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
 	o.num("MinOnewayDelay", v.MinOneway, precDelay)
 	return o
 }
@@ -233,7 +233,7 @@ func (v *summaryResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "Summary")
 	o.num("IPLayerCapacitySummary", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", v.IntfMbps, precPercent)
+	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
 	o.num("MinOnewayDelaySummary", v.MinOneway, precDelay)
 	o.num("MinRTTSummary", v.MinRTT, precDelay)
 	return o
@@ -247,7 +247,7 @@ func (v *maxResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "AtMax")
 	o.num("MaxIPLayerCapacity", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", v.IntfMbps, precPercent)
+	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
 	o.num("MaxETHCapacityNoFCS", v.L2, precPercent)
 	o.num("MaxETHCapacityWithFCS", v.L1, precPercent)
 	o.num("MaxETHCapacityWithFCSVLAN", v.L0, precPercent)

@@ -72,13 +72,6 @@ func b2i(b bool) int64 {
 // p > 0: "%.pf"; p < 0: "%.-pg", and "%.1f" instead when that has no
 // decimal point (1 -> "1.0", but also 1e-05 -> "0.0").
 func formatNumber(v float64, p int) string {
-	if p == 0 {
-		s := strconv.FormatFloat(v, 'g', 15, 64)
-		if f, err := strconv.ParseFloat(s, 64); err != nil || f != v {
-			s = strconv.FormatFloat(v, 'g', 17, 64)
-		}
-		return s
-	}
 	if v == 0 {
 		p = 1
 	}

@@ -12,11 +12,6 @@ func TestFormatNumber(t *testing.T) {
 		p    int
 		want string
 	}{
-		// integers (no precision): shortest form
-		{24601, 0, "24601"},
-		{1000000000, 0, "1000000000"},
-		{-1, 0, "-1"},
-		{0, 0, "0"},
 		// anything exactly 0 with a precision is 0.0
 		{0, precSeconds, "0.0"},
 		{0, precPercent, "0.0"},
@@ -49,6 +44,12 @@ func TestFormatNumber(t *testing.T) {
 	for _, c := range cases {
 		if got := formatNumber(c.v, c.p); got != c.want {
 			t.Errorf("formatNumber(%v, %d) = %q, want %q", c.v, c.p, got, c.want)
+		}
+	}
+	// integers (no precision): shortest form
+	for n, want := range map[int64]string{24601: "24601", 1000000000: "1000000000", -1: "-1", 0: "0"} {
+		if got := string(render(jint(n), false)); got != want {
+			t.Errorf("integer %d printed %q, want %q", n, got, want)
 		}
 	}
 }
@@ -101,7 +102,7 @@ func TestGoldenJSONLayout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, doc := readDoc(t, path)
 			r := resultsFromDoc(t, doc)
-			got := append(render(r.document(FormatJSONFormatted, false), true), '\n')
+			got := append(render(r.document(FormatJSONFormatted), true), '\n')
 			if !bytes.Equal(got, want) {
 				os.WriteFile(t.TempDir()+"/got.json", got, 0o644)
 				t.Errorf("rebuilt document differs from %s:\n%s", path, firstDiff(got, want))

@@ -179,7 +179,6 @@ type intervalResult struct {
 	Active    int
 	Q         quality
 	Capacity  float64
-	IntfMbps  float64
 	MinOneway float64
 }
 
@@ -187,7 +186,7 @@ type intervalResult struct {
 type summaryResult struct {
 	Mode, Intervals, Active int
 	Q                       quality
-	Capacity, IntfMbps      float64
+	Capacity                float64
 	MinOneway, MinRTT       float64
 }
 
@@ -198,7 +197,6 @@ type maxResult struct {
 	Active          int
 	Q               quality
 	Capacity        float64
-	IntfMbps        float64
 	L2, L1, L0      float64
 	MinOneway       float64
 }

@@ -72,7 +72,9 @@ func avg(sum, cnt uint32) uint32 { return ((sum*10)/cnt + 5) / 10 }
 
 // rate is the Mbps at a per-datagram overhead, computed in the same order
 // of floating-point operations as OB-UDPST so the last digit agrees.
-func (r *record) rate(overhead int, ipv6 bool) float64 {
+func (r *record) rate(overhead int, ipv6 bool) float64 { return r.rateExtra(overhead, ipv6, 0) }
+
+func (r *record) rateExtra(overhead int, ipv6 bool, extra float64) float64 {
 	if ipv6 {
 		overhead += ipv6Extra
 	}
@@ -82,6 +84,7 @@ func (r *record) rate(overhead int, ipv6 bool) float64 {
 	m := float64(r.dgrams)
 	m *= float64(overhead)
 	m += float64(r.bytes)
+	m += extra
 	m *= 8
 	m /= float64(r.delta)
 	return m
@@ -96,23 +99,7 @@ func (r *record) rate(overhead int, ipv6 bool) float64 {
 // figure is OB-UDPST's to the last bit (the same operations in the same
 // order).
 func (r *record) wireRate(linkOverhead int, ipv6 bool) float64 {
-	overhead := overheadL3 + linkOverhead
-	if r.extraPkts == 0 && r.extraBytes == 0 {
-		return r.rate(overhead, ipv6)
-	}
-	if ipv6 {
-		overhead += ipv6Extra
-	}
-	if r.delta == 0 {
-		return 0
-	}
-	m := float64(r.dgrams)
-	m *= float64(overhead)
-	m += float64(r.bytes)
-	m += float64(r.extraBytes) + float64(r.extraPkts)*float64(linkOverhead)
-	m *= 8
-	m /= float64(r.delta)
-	return m
+	return r.rateExtra(overheadL3+linkOverhead, ipv6, float64(r.extraBytes)+float64(r.extraPkts)*float64(linkOverhead))
 }
 
 // shown are the values of a record as OB-UDPST displays them (5.1).
@@ -139,25 +126,31 @@ func (r *record) shown() shown {
 
 // quality is the JSON view of a record; rttAvg is passed in because the
 // Maximum uses the average saved at the time of the maximum.
-func (r *record) quality(s shown, rttAvg uint32) quality {
-	q := quality{Loss: r.loss, Ooo: r.ooo, Dup: r.dup, CE: r.ce}
-	if s.sent > 0 {
-		q.Delivered = float64(r.dgrams) * 100 / s.sent
-		q.LossRatio = float64(r.loss) / s.sent
-		q.ReorderedRatio = float64(r.ooo) / s.sent
-		q.ReplicatedRatio = float64(r.dup) / s.sent
-	}
-	if r.dgrams > 0 { // of delivered, not of sent
-		q.CEPercent = float64(r.ce) * 100 / float64(r.dgrams)
-	}
+func (r *record) quality(s shown) quality {
+	q := counts(r.dgrams, r.loss, r.ooo, r.dup, r.ce)
 	q.PDVMin = ms(s.dvMin)
 	q.PDVAvg = ms(s.dvAvg)
 	q.PDVMax = ms(r.dvMax)
 	q.PDVRange = ms(r.dvMax - s.dvMin)
 	q.RTTMin = ms(s.rttMin)
-	q.RTTAvg = ms(rttAvg)
+	q.RTTAvg = ms(s.rttAvg)
 	q.RTTMax = ms(r.rttMax)
 	q.RTTRange = ms(r.rttMax - s.rttMin)
+	return q
+}
+
+// counts is the quality of these counts: the counts and their ratios.
+func counts(dgrams, loss, ooo, dup, ce uint32) quality {
+	q := quality{Loss: loss, Ooo: ooo, Dup: dup, CE: ce}
+	if sent := float64(dgrams) + float64(loss); sent > 0 {
+		q.Delivered = float64(dgrams) * 100 / sent
+		q.LossRatio = float64(loss) / sent
+		q.ReorderedRatio = float64(ooo) / sent
+		q.ReplicatedRatio = float64(dup) / sent
+	}
+	if dgrams > 0 { // of delivered, not of sent
+		q.CEPercent = float64(ce) * 100 / float64(dgrams)
+	}
 	return q
 }
 

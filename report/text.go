@@ -95,20 +95,6 @@ func skipLine(prefix string, n int, f *skipFigures) string {
 		prefix, n, f.Bursts, f.percentOfPlan())
 }
 
-// summaryLine is "<Direction> Summary ..." or "<Direction> Sum[a-b] ...".
-func summaryLine(prefix, dir, label string, t *summaryText, lossRatio, ce bool) string {
-	return fmt.Sprintf("%s%s %s ", prefix, dir, label) +
-		qualityText(lossRatio, t.delivered, ce, t.loss, t.ooo, t.dup, t.ce, t.dv, t.rtt, t.mbps)
-}
-
-// summaryText are a Summary's values as the text line shows them.
-type summaryText struct {
-	delivered          float64
-	loss, ooo, dup, ce uint32
-	dv, rtt            [3]uint32
-	mbps               float64
-}
-
 func minimumLine(prefix, dir string, clockDeltaMin int32, rttMinimum uint32, active int) string {
 	return fmt.Sprintf("%s%s Minimum One-Way Delay(ms): %d [w/clock diff], Round-Trip Time(ms): %d, Active Connections: %d\n",
 		prefix, dir, clockDeltaMin, rttMinimum, active)
