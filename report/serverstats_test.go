@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,7 +113,7 @@ func TestServerStatsReproducesReference(t *testing.T) {
 		}
 		t.Fatalf("%d lines, want %d", len(gl), len(rl))
 	}
-	if err := compareStatsSchema(got, ref); err != nil {
+	if err := golden.SameJSONShape(got, ref); err != nil {
 		t.Error(err)
 	}
 }
@@ -136,7 +135,7 @@ func TestServerStatsSchemaOfComputedFile(t *testing.T) {
 			NewServerStatsRecord(s1, s2, ServerStatsMaxima{}),
 		}, ProcessUptime: 20}
 	got := f.Render(time.UTC)
-	if err := compareStatsSchema(got, ref); err != nil {
+	if err := golden.SameJSONShape(got, ref); err != nil {
 		t.Fatalf("%v\n%s", err, got)
 	}
 	r := f.Records[0].Avg
@@ -178,100 +177,6 @@ func TestStatsFileName(t *testing.T) {
 	if got := StatsDateTime(at.Add(1234*time.Microsecond), time.FixedZone("", 3600)); got != "2026-11-30T04:20:05.001234+01:00" {
 		t.Errorf("StatsDateTime = %q", got)
 	}
-}
-
-// compareStatsSchema checks that got has the keys of want, in the same
-// order and nesting, with values of the same JSON types (an integer where
-// want has one, a number with decimals where it has one); arrays are
-// compared element by element against want's first element.
-func compareStatsSchema(got, want []byte) error {
-	g, err := shape(got)
-	if err != nil {
-		return fmt.Errorf("got: %w", err)
-	}
-	w, err := shape(want)
-	if err != nil {
-		return fmt.Errorf("want: %w", err)
-	}
-	return compareShapes(g, w)
-}
-
-// shape lists "path type" for every value of a JSON document, with array
-// indices folded to [] and each array element's paths listed once.
-func shape(doc []byte) ([]string, error) {
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var out []string
-	seen := map[string]bool{}
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := d.Token()
-		if err != nil {
-			return err
-		}
-		add := func(typ string) {
-			if !seen[path] {
-				seen[path] = true
-				out = append(out, path+" "+typ)
-			}
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				add("object")
-				for d.More() {
-					k, err := d.Token()
-					if err != nil {
-						return err
-					}
-					if err := walk(path + "." + k.(string)); err != nil {
-						return err
-					}
-				}
-			case '[':
-				add("array")
-				for d.More() {
-					if err := walk(path + "[]"); err != nil {
-						return err
-					}
-				}
-			}
-			_, err := d.Token() // the closing delimiter
-			return err
-		case json.Number:
-			if strings.ContainsAny(v.String(), ".eE") {
-				add("decimal")
-			} else {
-				add("integer")
-			}
-		case string:
-			add("string")
-		case bool:
-			add("bool")
-		case nil:
-			add("null")
-		}
-		return nil
-	}
-	if err := walk(""); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func compareShapes(g, w []string) error {
-	for i := 0; i < len(g) || i < len(w); i++ {
-		switch {
-		case i >= len(g):
-			return fmt.Errorf("missing %s", w[i])
-		case i >= len(w):
-			return fmt.Errorf("extra %s", g[i])
-		case g[i] != w[i]:
-			return fmt.Errorf("got %s where the reference has %s", g[i], w[i])
-		}
-	}
-	return nil
 }
 
 type getter struct{ t *testing.T }
