@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
@@ -83,7 +84,6 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	timeout := &SetupError{Status: 1, Msg: "WARNING: Timeout awaiting response from server" + suffix}
 
 	// Setup Request.
 	req := SetupPDU{
@@ -111,54 +111,40 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		Sign(out, keys.Client[:], t, cfg.KeyID)
 	}
 	buf := make([]byte, 65536)
+	// An interrupt ends the wait at once instead of at the deadline.
+	defer context.AfterFunc(ctx, func() { sock.Close() })()
 	var resp SetupPDU
-	alerts := 0
-	got := false
-	for try := 0; !got; try++ {
-		if err := sock.SendTo(out, server); err != nil {
-			return nil, &SetupError{Status: 75, Msg: "ERROR: sending setup request to" + suffix + ": " + err.Error()}
-		}
-		wait := earliest(deadline, time.Now().Add(resendAfter))
-		if try >= 2 {
-			wait = deadline
-		}
-		for !got {
-			n, _, err := sock.RecvFrom(buf, wait)
-			if err != nil {
-				if !errors.Is(err, os.ErrDeadlineExceeded) {
-					return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
-				}
-				if time.Now().Before(deadline) && ctx.Err() == nil {
-					break // resend
-				}
-				return nil, timeout
-			}
-			b := buf[:n]
-			if IsNullPDU(b) {
-				continue
-			}
+	var respFrom netip.AddrPort
+	// The Setup Request goes out once, as OB-UDPST's does: a second one
+	// would cost the server a second session, and with -B a second
+	// bandwidth reservation for 3 s that sibling connections may need.
+	err := exchange(ctx, sock, buf, deadline, 1, func() error { return sock.SendTo(out, server) },
+		func(b []byte, from netip.AddrPort) (bool, error) {
 			if err := resp.Decode(b); err != nil {
 				alert(alertText("setup response", b) + " [Server" + suffix + "]")
-				alerts++
-				continue
+				return false, nil
 			}
 			// A keyed client checks the response's signature before its
 			// code (so a server without keys gives 107, not 104).
 			if keyed {
 				if c := VerifyResponse(b, keys, time.Now()); c != 0 {
-					return nil, authFailure(c, 100, "setup response", suffix)
+					return false, authFailure(c, 100, "setup response", suffix)
 				}
 			}
 			if resp.CmdResponse != SetupAccepted {
-				return nil, setupRefused(resp.CmdResponse, resp.ProtocolVer, suffix)
+				return false, setupRefused(resp.CmdResponse, resp.ProtocolVer, suffix)
 			}
-			got = true
-		}
+			respFrom = from
+			return true, nil
+		})
+	if err != nil {
+		return nil, setupErr(ctx, err, suffix)
 	}
 
 	// Test Activation, from the same socket, to the source address of the
-	// Setup Response and the test port it named.
-	peer := netip.AddrPortFrom(server.Addr(), resp.TestPort)
+	// Setup Response (a server bound to every address answers from the one
+	// its routing picks) and the test port it named.
+	peer := netip.AddrPortFrom(respFrom.Addr(), resp.TestPort)
 	if err := sock.Connect(peer); err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + suffix + ": " + err.Error()}
 	}
@@ -168,49 +154,95 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		Sign(taOut, keys.Client[:], uint32(time.Now().Unix()), cfg.KeyID)
 	}
 	var granted ActivationPDU
-	for try := 0; ; try++ {
-		if err := sock.Send(taOut); err != nil {
-			return nil, &SetupError{Status: 75, Msg: "ERROR: sending test activation request to" + suffix + ": " + err.Error()}
-		}
-		wait := earliest(deadline, time.Now().Add(resendAfter))
-		if try >= 1 {
-			wait = deadline
-		}
-		n, _, err := sock.RecvFrom(buf, wait)
-		for err == nil {
-			b := buf[:n]
-			if !IsNullPDU(b) {
-				if derr := granted.Decode(b, false); derr == nil {
-					if keyed {
-						if c := VerifyResponse(b, keys, time.Now()); c != 0 {
-							return nil, authFailure(c, 150, "test activation response", suffix)
-						}
-					}
-					switch granted.CmdResponse {
-					case ActivationAccepted:
-						return accepted(sock, cfg, server, peer, resp, granted)
-					case ActivationBadParam:
-						return nil, &SetupError{Status: 152, Msg: "ERROR: Requested test parameter(s) rejected by server" + suffix}
-					default:
-						return nil, &SetupError{Status: 150, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in test activation response from server%s", granted.CmdResponse, suffix)}
-					}
-				}
+	alerts := 0
+	// A lost activation is sent again once: a 9.0.0 server already in its
+	// Data Phase takes the copy as one invalid datagram.
+	err = exchange(ctx, sock, buf, deadline, 2, func() error { return sock.Send(taOut) },
+		func(b []byte, _ netip.AddrPort) (bool, error) {
+			if err := granted.Decode(b, false); err != nil {
 				// A lost response in a downstream test is followed by Load
 				// PDUs: OB-UDPST alerts at most 10 of them.
 				if alerts < 10 {
 					alert(alertText("test activation response", b) + " [Server" + suffix + "]")
 					alerts++
 				}
+				return false, nil
 			}
-			n, _, err = sock.RecvFrom(buf, wait)
+			if keyed {
+				if c := VerifyResponse(b, keys, time.Now()); c != 0 {
+					return false, authFailure(c, 150, "test activation response", suffix)
+				}
+			}
+			switch granted.CmdResponse {
+			case ActivationAccepted:
+				return true, nil
+			case ActivationBadParam:
+				return false, &SetupError{Status: 152, Msg: "ERROR: Requested test parameter(s) rejected by server" + suffix}
+			}
+			return false, &SetupError{Status: 150, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in test activation response from server%s", granted.CmdResponse, suffix)}
+		})
+	if err != nil {
+		return nil, setupErr(ctx, err, suffix)
+	}
+	return accepted(sock, cfg, server, peer, resp, granted)
+}
+
+// errExchangeTimeout ends an exchange that got no answer by the deadline.
+var errExchangeTimeout = errors.New("no response")
+
+// exchange sends a request (sends times at most, resendAfter apart) and
+// hands every datagram that arrives before the deadline to handle, until
+// handle reports it done or fails. Null PDUs are passed over wherever they
+// arrive. ECONNREFUSED (an ICMP error for an earlier send) does not end the
+// wait: OB-UDPST's client waits for its timeout too.
+func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, sends int,
+	send func() error, handle func(b []byte, from netip.AddrPort) (bool, error)) error {
+	for try := 1; ; try++ {
+		if err := send(); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+			return err
 		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
+		wait := deadline
+		if try < sends {
+			wait = earliest(deadline, time.Now().Add(resendAfter))
 		}
-		if !time.Now().Before(deadline) || ctx.Err() != nil {
-			return nil, timeout
+		for {
+			n, from, err := sock.RecvFrom(buf, wait)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, syscall.ECONNREFUSED):
+				continue
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				if !time.Now().Before(deadline) {
+					return errExchangeTimeout
+				}
+			case err != nil:
+				return err
+			case IsNullPDU(buf[:n]):
+				continue
+			default:
+				if done, herr := handle(buf[:n], from); done || herr != nil {
+					return herr
+				}
+				continue
+			}
+			break // resend
 		}
 	}
+}
+
+// setupErr turns an exchange's failure into the client's SetupError.
+func setupErr(ctx context.Context, err error, suffix string) error {
+	var se *SetupError
+	switch {
+	case errors.As(err, &se):
+		return se
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, errExchangeTimeout):
+		return &SetupError{Status: 1, Msg: "WARNING: Timeout awaiting response from server" + suffix}
+	}
+	return &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 }
 
 // activationRequest builds the Test Activation Request from the options.

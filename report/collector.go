@@ -141,7 +141,11 @@ func (c *Collector) ConnEnded(normal bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if normal {
-		c.stopped()
+		// Below the minimum the run has failed: connections the client
+		// then stops itself do not turn the failure into a success.
+		if !c.failed {
+			c.stopped()
+		}
 		return
 	}
 	if c.active > 0 {

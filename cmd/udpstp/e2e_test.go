@@ -308,12 +308,14 @@ func TestRefusals(t *testing.T) {
 }
 
 // TestWildcardServer: a server given no address listens on every address,
-// IPv4 and IPv6 together (one dual-stack socket), and serves both.
+// IPv4 and IPv6 together (one dual-stack socket), and serves both; a
+// client that dialled 127.0.0.2 gets its answers from 127.0.0.1 (the
+// source the kernel picks) and must follow them there.
 func TestWildcardServer(t *testing.T) {
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
 	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port))
-	for _, host := range []string{"127.0.0.1", "::1"} {
+	for _, host := range []string{"127.0.0.1", "127.0.0.2", "::1"} {
 		r, code, out := ourClient(t, "-d", "-t", "5", "-I", "20", "-p", fmt.Sprint(port), host)
 		checkComplete(t, r, code, out, 5)
 	}
@@ -503,5 +505,13 @@ func TestMultiConnectionMinimum(t *testing.T) {
 	}
 	if len(r.Output.IncrementalResult) != 0 {
 		t.Errorf("results reported for a run below its minimum")
+	}
+	// An unreachable server: its timeout (a warning) becomes 200, and the
+	// live connection the client then stops does not make it a success.
+	dead := freePort(t, "127.0.0.1")
+	r, code, out = ourClient(t, "-d", "-t", "5", "-C", "2",
+		fmt.Sprintf("127.0.0.1:%d", good), fmt.Sprintf("127.0.0.1:%d", dead))
+	if code != 200 || !strings.Contains(r.ErrorMessage, "Minimum required connections (2)") {
+		t.Errorf("status %d, message %q; want 200 and the minimum-connections error\n%s", code, r.ErrorMessage, out)
 	}
 }
