@@ -23,7 +23,6 @@ func init() { runClient = runTest }
 // events their Engine Threads hand over, and the report.
 type clientTest struct {
 	cfg     *control.ClientConfig
-	lo      localOptions
 	out     io.Writer
 	col     *report.Collector
 	net     *engineNet
@@ -65,7 +64,7 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 	}
 	n := max(cfg.ConnMax, len(cfg.Servers), 1)
 	t := &clientTest{
-		cfg: cfg, lo: lo, out: os.Stdout,
+		cfg: cfg, out: os.Stdout,
 		net:    &engineNet{noGSO: lo.NoGSO, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
 		signal: make(chan struct{}, 1),
 	}
@@ -121,22 +120,28 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 		}()
 	}
 	active := n
-	interrupted, belowMin, stopping := false, false, false
+	interrupted, over := false, false
 	ctxDone := ctx.Done()
 	var giveUp <-chan time.Time
+	// stopAll ends the test for every connection, on an interrupt or when
+	// fewer than the minimum are left (OB-UDPST then exits at once,
+	// without results). Each Data Phase tells its server and ends within a
+	// turn; a setup in progress ends with the interrupt or at its deadline.
+	stopAll := func() {
+		over = true
+		for _, c := range conns {
+			if c.dp != nil && !c.ended {
+				c.dp.Stop()
+			}
+		}
+		giveUp = time.After(endGrace)
+	}
 	for active > 0 {
 		select {
 		case <-t.signal:
 		case <-ctxDone:
-			// Interrupted: each Data Phase tells its server and ends
-			// within a turn; a setup in progress ends at its deadline.
 			interrupted, ctxDone = true, nil
-			for _, c := range conns {
-				if c.dp != nil {
-					c.dp.Stop()
-				}
-			}
-			giveUp = time.After(4 * time.Second)
+			stopAll()
 		case <-giveUp:
 			active = 0
 		}
@@ -144,19 +149,14 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 			c := conns[e.conn]
 			switch e.ev.Kind {
 			case evSetupFailed:
-				if e.ev.Code < 50 {
-					t.col.Warning(int(e.ev.Code), e.ev.Text)
-				} else {
-					t.col.Error(int(e.ev.Code), e.ev.Text)
-				}
-				t.col.ConnEnded(false)
 				c.ended = true
 				active--
-				if t.col.CheckMinConnections() {
-					belowMin = true
+				if !interrupted { // an interrupted setup is no failure of its own
+					t.message(e.ev.Code, e.ev.Text)
+					t.col.ConnEnded(false)
 				}
 			case evActivated:
-				if interrupted || stopping {
+				if over {
 					c.cc.Sock.Close()
 					c.ended = true
 					active--
@@ -169,28 +169,22 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 				}
 			}
 		}
-		if !belowMin && !interrupted && t.col.Active() < max(t.cfg.ConnMin, 1) && t.col.CheckMinConnections() {
-			belowMin = true
-		}
-		if belowMin && !stopping {
-			// Fewer connections than the minimum: the test is over for
-			// all of them (OB-UDPST exits at once, without results).
-			stopping = true
-			for _, c := range conns {
-				if c.dp != nil && !c.ended {
-					c.dp.Stop()
-				}
-			}
-			if giveUp == nil {
-				giveUp = time.After(4 * time.Second)
-			}
+		if !over && !interrupted && t.col.CheckMinConnections() {
+			stopAll()
 		}
 	}
 	wg.Wait()
 	for _, c := range conns {
-		if c.dp != nil {
-			<-c.dp.Done()
+		if c.dp == nil {
+			continue
+		}
+		select {
+		case <-c.dp.Done():
 			c.cc.Sock.Close()
+		case <-time.After(endGrace):
+			// An Engine Thread that does not end is reported, not waited
+			// for: the result is written regardless.
+			fmt.Fprintf(os.Stderr, "udpstp: connection %d did not end; its socket is left open\n", c.index+1)
 		}
 	}
 	if interrupted {
@@ -201,6 +195,19 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 	}
 	return t.col.ErrorStatus()
 }
+
+// message records a warning (1..49) or an error (50 and above).
+func (t *clientTest) message(code uint8, text string) {
+	if code < 50 {
+		t.col.Warning(int(code), text)
+	} else {
+		t.col.Error(int(code), text)
+	}
+}
+
+// endGrace bounds how long the client waits for its connections to end
+// once it has decided the test is over.
+const endGrace = 4 * time.Second
 
 // Kinds of the client's own events, next to the Data Phase's.
 const (
@@ -288,11 +295,11 @@ func (t *clientTest) apply(c *connState, ev dataphase.Event) bool {
 	case dataphase.EvSubInterval:
 		t.col.Add(c.index, ev.SubInt)
 	case dataphase.EvWarning:
-		if ev.Code >= 50 || ev.Code == 0 {
-			t.col.Error(report.StatusGeneral, ev.Text+c.suffix)
-		} else {
-			t.col.Warning(int(ev.Code), ev.Text+c.suffix)
+		code := ev.Code
+		if code == 0 { // our own errors (a socket failure) carry no OB-UDPST code
+			code = report.StatusGeneral
 		}
+		t.message(code, ev.Text+c.suffix)
 	case dataphase.EvMinimum:
 		if t.cfg.Verbose {
 			fmt.Fprintf(t.out, "[%d]Minimum One-Way Delay(ms): %d [w/clock diff], Round-Trip Time(ms): %d\n",
@@ -317,7 +324,6 @@ func (t *clientTest) apply(c *connState, ev dataphase.Event) bool {
 			t.col.ConnEnded(true)
 		default:
 			t.col.ConnEnded(false)
-			t.col.CheckMinConnections()
 		}
 		return true
 	}
