@@ -80,6 +80,7 @@ type Conn struct {
 	recv         dataphase.RecvBatch
 	fds          [1]waitFD
 	clk          turnClock
+	bp           backpressure // of this turn's sends
 	progress     *Progress
 	stopped      bool // core.Stop was called
 	readable     bool // read in the next turn
@@ -180,6 +181,7 @@ func (c *Conn) turn() (again bool) {
 
 	// Sends first: pacing matters more than reading promptly, and reads
 	// are bounded below.
+	c.bp = bpNone
 	for c.core.Poll(pair, &c.send) {
 		n, err := c.sock.SendBatch(&c.send)
 		pair = c.clk.now()
@@ -190,7 +192,8 @@ func (c *Conn) turn() (again bool) {
 		c.core.Sent(n, pair)
 		c.worked = true
 		if n < c.send.N {
-			break // backpressure: the wait below watches POLLOUT or backs off
+			c.bp = backpressureOf(c.sock) // the wait below watches POLLOUT or backs off
+			break
 		}
 		if pair.Mono.Sub(c.clk.start.Mono) >= sendBudget {
 			again = true
@@ -246,25 +249,57 @@ func (c *Conn) deliver() {
 	}
 }
 
+// backpressure is what a Test Connection's last send attempt ran into. It
+// is taken from the socket right after a short SendBatch and holds only
+// until that connection's next send attempt: a stale value read later (after
+// a turn that only read, say) would keep asking for POLLOUT on a writable
+// socket and spin, or keep pushing an overdue send back.
+type backpressure uint8
+
+const (
+	bpNone    backpressure = iota
+	bpFull                 // EAGAIN: the send buffer is full; POLLOUT ends it
+	bpRefused              // ENOBUFS or EPERM: only time ends it
+)
+
+func backpressureOf(s *Socket) backpressure {
+	switch {
+	case s.lastSendWouldBlock():
+		return bpFull
+	case s.lastSendBackpressure():
+		return bpRefused
+	}
+	return bpNone
+}
+
+// guard returns when a Test Connection that just had a turn with sends
+// (polled) next needs one, from its core's deadline dl, and whether to
+// watch for room to send: after EAGAIN until POLLOUT (at most
+// maxPollOutWait), after ENOBUFS/EPERM not before refusedBackoff, and a core
+// that did nothing although its deadline had passed not before idleBackoff,
+// so a thread never spins on it.
+func guard(dl, now, begin clock.Time, bp backpressure, worked bool) (clock.Time, bool) {
+	switch {
+	case bp == bpFull:
+		if dl <= now {
+			dl = now.Add(maxPollOutWait)
+		}
+		return dl, true
+	case bp == bpRefused:
+		return max(dl, now.Add(refusedBackoff)), false
+	case !worked && dl <= begin:
+		return max(dl, now.Add(idleBackoff)), false
+	}
+	return dl, false
+}
+
 // waitTurn sleeps until the core's deadline, a datagram, a Stop, or (after
 // backpressure) room to send.
 func (c *Conn) waitTurn() {
 	now := c.clk.now().Mono
-	dl := c.core.Deadline()
 	f := &c.fds[0]
-	f.out = false
-	switch {
-	case c.sock.lastSendWouldBlock():
-		// The send buffer is full: nothing can be sent before POLLOUT.
-		f.out = true
-		if dl <= now {
-			dl = now.Add(maxPollOutWait)
-		}
-	case c.sock.lastSendBackpressure():
-		dl = max(dl, now.Add(refusedBackoff))
-	case !c.worked && dl <= c.clk.start.Mono:
-		dl = max(dl, now.Add(idleBackoff))
-	}
+	dl, out := guard(c.core.Deadline(), now, c.clk.start.Mono, c.bp, c.worked)
+	f.out = out
 	if c.stopReq.Load() && !c.stopped {
 		return // take the stop at once
 	}

@@ -63,15 +63,17 @@ type PoolConn struct {
 
 	// The Engine Thread's state.
 	slot, gen    int32
-	readable     bool // read at the next read phase
-	inReady      bool // on the thread's ready list
-	wantOut      bool // registered for EPOLLOUT after EAGAIN
-	closing      bool // Close was called on the socket
-	stopped      bool // core.Stop was called
-	worked       bool // its last service sent, read or reported something
-	endDelivered bool // an EvEnd went to onEvent
-	failed       bool // core.Fail was called
-	retired      bool // off the thread; done is closed
+	readable     bool         // read at the next read phase
+	inReady      bool         // on the thread's ready list
+	wantOut      bool         // registered for EPOLLOUT after EAGAIN
+	bp           backpressure // of its last service that sent
+	notBefore    clock.Time   // the guard's bound from that service, 0: none
+	closing      bool         // Close was called on the socket
+	stopped      bool         // core.Stop was called
+	worked       bool         // its last service sent, read or reported something
+	endDelivered bool         // an EvEnd went to onEvent
+	failed       bool         // core.Fail was called
+	retired      bool         // off the thread; done is closed
 	rcvPayload   int64
 	lastRead     clock.Time // when a read last returned datagrams
 	cancelFd     int        // the thread's duplicate of the socket's close signal; -1: none
@@ -439,10 +441,11 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 		t.remove(c)
 		return
 	}
-	t.reschedule(c, begin.Mono)
+	t.reschedule(c, begin.Mono, sends)
 }
 
 func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
+	c.bp = bpNone
 	for c.core.Poll(now, &t.send) {
 		n, err := c.sock.SendBatch(&t.send)
 		now = t.clk.now()
@@ -453,7 +456,8 @@ func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
 		c.core.Sent(n, now)
 		c.worked = true
 		if n < t.send.N {
-			return // backpressure: reschedule backs off or watches EPOLLOUT
+			c.bp = backpressureOf(c.sock) // reschedule backs off or watches EPOLLOUT
+			return
 		}
 		if now.Mono.Sub(t.clk.start.Mono) >= sendBudget {
 			return // the turn's budget: still due, served again next turn
@@ -479,28 +483,27 @@ func (t *poolThread) readConn(c *PoolConn) {
 	c.worked = true
 }
 
-// reschedule puts c's next deadline into the heap, with the same guards as
-// Conn's wait: after EAGAIN it watches EPOLLOUT (at most maxPollOutWait),
-// after ENOBUFS or EPERM it backs off, and a core that did nothing although
-// its deadline had passed is not served again for idleBackoff, so the
-// thread never spins on it.
-func (t *poolThread) reschedule(c *PoolConn, begin clock.Time) {
+// reschedule puts c's next deadline into the heap. After a service that
+// sent, Conn's guard applies (EPOLLOUT after EAGAIN, a back-off after
+// ENOBUFS/EPERM or when the core did nothing although due) and its result
+// is kept as c.notBefore; a service that only read (the core was not polled)
+// keeps that bound instead of judging again, so reads never push an overdue
+// send back.
+func (t *poolThread) reschedule(c *PoolConn, begin clock.Time, polled bool) {
 	dl := c.core.Deadline()
-	now := t.clk.now().Mono
-	switch {
-	case c.sock.lastSendWouldBlock():
-		if !c.wantOut {
-			t.watchOut(c, true)
-		}
-		if dl <= now {
-			dl = now.Add(maxPollOutWait)
-		}
-	case c.sock.lastSendBackpressure():
-		dl = max(dl, now.Add(refusedBackoff))
-	case !c.worked && dl <= begin:
-		dl = max(dl, now.Add(idleBackoff))
+	if !polled {
+		t.heap.set(c, max(dl, c.notBefore))
+		return
 	}
-	t.heap.set(c, dl)
+	g, out := guard(dl, t.clk.now().Mono, begin, c.bp, c.worked)
+	if out && !c.wantOut {
+		t.watchOut(c, true)
+	}
+	c.notBefore = 0
+	if g != dl {
+		c.notBefore = g
+	}
+	t.heap.set(c, g)
 }
 
 // deliver hands c's events to its onEvent.
@@ -783,6 +786,7 @@ func (t *poolThread) onReady(ev *unix.EpollEvent) {
 	}
 	if ev.Events&unix.EPOLLOUT != 0 && c.wantOut {
 		t.watchOut(c, false)
+		c.notBefore = 0
 		t.heap.set(c, min(c.hn.key, t.clk.start.Mono))
 	}
 	if ev.Events&unix.EPOLLERR != 0 {
