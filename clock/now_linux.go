@@ -42,6 +42,3 @@ func Now() Pair {
 // raw clock read costs about half a microsecond here, a preemption
 // hundreds.
 const pairSkew = 20_000
-
-// MonoIsRaw reports whether the Test Time Base is CLOCK_MONOTONIC_RAW.
-const MonoIsRaw = true

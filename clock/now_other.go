@@ -16,6 +16,3 @@ func Now() Pair {
 	t := time.Now()
 	return Pair{Mono: Time(t.Sub(start)), Wall: t.UnixNano()}
 }
-
-// MonoIsRaw reports whether the Test Time Base is CLOCK_MONOTONIC_RAW.
-const MonoIsRaw = false

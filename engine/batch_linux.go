@@ -115,12 +115,13 @@ replan:
 				next = x.runBase + r.start + r.count
 			case r.segSize > 0 && isGSORefusal(e):
 				s.stats.gsoRefusals.Add(1)
-				if e == unix.EMSGSIZE && !mtuReplanned {
+				if (e == unix.EMSGSIZE || e == unix.EINVAL) && !mtuReplanned {
 					// The path MTU may have fallen below the segment size
 					// (an ICMP fragmentation needed / packet too big since
-					// Connect). Then the replan sends these datagrams
-					// without GSO and GSO stays on; once per call, so an
-					// MTU that keeps changing cannot loop.
+					// Connect); kernels before 235174b2bed8 say EINVAL for
+					// it, later ones EMSGSIZE. Then the replan sends these
+					// datagrams without GSO and GSO stays on; once per
+					// call, so an MTU that keeps changing cannot loop.
 					mtuReplanned = true
 					old := x.mtu.Load()
 					s.refreshMTU()

@@ -202,27 +202,19 @@ func (c *Conn) turn() (again bool) {
 	}
 
 	if c.readable {
+		// One batch is the turn's whole read budget (maxReadsPerTurn ==
+		// dataphase.MaxRecv): a full one means more may be waiting.
 		c.readable = false
-		budget := maxReadsPerTurn
-		for budget > 0 {
-			want := min(budget, dataphase.MaxRecv)
-			if err := c.sock.RecvBatch(&c.recv, want); err != nil {
-				c.fail(err)
-				return false
-			}
-			n := c.recv.N
-			if n == 0 {
-				break
-			}
+		if err := c.sock.RecvBatch(&c.recv, maxReadsPerTurn); err != nil {
+			c.fail(err)
+			return false
+		}
+		if n := c.recv.N; n > 0 {
 			c.core.Receive(&c.recv)
 			c.worked = true
-			budget -= n
-			if n < want {
-				break // drained
+			if n == maxReadsPerTurn {
+				again = true
 			}
-		}
-		if budget == 0 {
-			again = true // more may be waiting
 		}
 	}
 

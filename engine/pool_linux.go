@@ -56,7 +56,6 @@ type PoolConn struct {
 	onEvent  func(dataphase.Event)
 	fallback *Conn // set when no Engine Thread could take it: its own thread
 
-	stopReq    atomic.Bool
 	stopQueued atomic.Bool
 	done       chan struct{}
 	turns      atomic.Uint64
@@ -88,7 +87,6 @@ func (c *PoolConn) Stop() {
 		c.fallback.Stop()
 		return
 	}
-	c.stopReq.Store(true)
 	if !c.stopQueued.Swap(true) {
 		c.th.enqueue(c, true)
 	}
@@ -713,7 +711,11 @@ func (t *poolThread) epollAdd(c *PoolConn) error {
 // meanwhile).
 func (t *poolThread) epollDel(c *PoolConn) {
 	if c.cancelFd >= 0 {
-		unix.Close(c.cancelFd) // its registration goes with it
+		// Our descriptor is a duplicate of the socket's close signal:
+		// closing it alone would leave the registration in place while the
+		// socket's own descriptor lives, so take it out first.
+		unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, c.cancelFd, nil)
+		unix.Close(c.cancelFd)
 		c.cancelFd = -1
 	}
 	x := &c.sock.sys

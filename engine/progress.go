@@ -14,7 +14,6 @@ import (
 // fine whatever it waits for: the kernel wakes it at its deadline.
 type Progress struct {
 	busySince atomic.Int64 // monotonic ns since monoBase when the turn began; 0 while waiting
-	turns     atomic.Uint64
 }
 
 var threads struct {
@@ -41,7 +40,6 @@ func (p *Progress) unregister() {
 
 // busy marks the start of a turn.
 func (p *Progress) busy() {
-	p.turns.Add(1)
 	p.busySince.Store(int64(time.Since(monoBase)) | 1) // never 0
 }
 

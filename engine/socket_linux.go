@@ -76,6 +76,10 @@ const (
 // full send buffer before it reports EAGAIN.
 const controlSendWait = time.Second
 
+// controlRefusedWait is how long a control-phase send waits after ENOBUFS
+// before it tries again.
+const controlRefusedWait = time.Millisecond
+
 func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	x := &s.sys
 	x.fd, x.cancelFd = -1, -1
@@ -280,7 +284,14 @@ func (s *Socket) sendRetry(send func() error) error {
 			if d <= 0 {
 				return os.NewSyscallError("sendto", err)
 			}
-			if closed, perr := s.pollFd(unix.POLLOUT, d); perr != nil {
+			events := int16(unix.POLLOUT)
+			if err == unix.ENOBUFS {
+				// A queue further down refused it: the socket stays
+				// writable, so POLLOUT would return at once. Wait a
+				// little (only Close ends it early) instead of spinning.
+				events, d = 0, min(d, controlRefusedWait)
+			}
+			if closed, perr := s.pollFd(events, d); perr != nil {
 				return perr
 			} else if closed {
 				return net.ErrClosed

@@ -8,10 +8,9 @@ type waitFD struct {
 	out bool
 
 	// Set by wait.
-	in       bool // datagrams to read (or a condition only a read reports)
-	writable bool // POLLOUT, when out was asked
-	errored  bool // POLLERR: a pending socket error to clear
-	closed   bool // the socket was closed (or is being closed)
+	in      bool // datagrams to read (or a condition only a read reports)
+	errored bool // POLLERR: a pending socket error to clear
+	closed  bool // the socket was closed (or is being closed)
 }
 
-func (f *waitFD) reset() { f.in, f.writable, f.errored, f.closed = false, false, false, false }
+func (f *waitFD) reset() { f.in, f.errored, f.closed = false, false, false }

@@ -145,7 +145,6 @@ func wait(fds []waitFD, wk *Waker, deadline, now clock.Time) error {
 		f := &fds[i]
 		r := p[2*i].Revents
 		f.in = r&unix.POLLIN != 0
-		f.writable = r&unix.POLLOUT != 0
 		f.errored = r&(unix.POLLERR|unix.POLLHUP) != 0
 		f.closed = r&unix.POLLNVAL != 0 || p[2*i+1].Revents != 0
 	}
