@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,11 +65,10 @@ type DataCounters struct {
 	// reported); and the "traffic has completely stopped" events.
 	LocalStatusLoss, RemoteStatusLoss   atomic.Uint64
 	LocalTrafficStop, RemoteTrafficStop atomic.Uint64
-	// Invalid Load and Status PDUs by what failed. They come from the Data
-	// Phase's warnings, which stop at dataphase.MaxWarnings per Test
-	// Connection: lower bounds.
-	LoadInvalidSize, LoadInvalidFormat     atomic.Uint64
-	StatusInvalidSize, StatusInvalidFormat atomic.Uint64
+	// Invalid Load and Status PDUs by what failed (every one: the Data
+	// Phase counts beyond the warnings it shows).
+	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       atomic.Uint64
+	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum atomic.Uint64
 }
 
 // Server is the Control Phase of `udpstp server`: it takes Setup Requests on
@@ -473,10 +470,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	defer running.Add(-1)
 	log := s.log.With("peer", peer, "test_port", sc.sock.LocalAddr().Port())
 	sc.log.log = log
-	hdr := uint64(28)
-	if !IsIPv4(peer) {
-		hdr = 48
-	}
+	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	var endReason atomic.Uint32
 	onEvent := func(ev dataphase.Event) {
 		s.countEvent(&ev, hdr)
@@ -524,10 +518,7 @@ func l3Mbps(st *dataphase.SubIntervalStats, peer netip.AddrPort) float64 {
 	if st.DeltaTime == 0 {
 		return 0
 	}
-	hdr := uint64(28)
-	if !IsIPv4(peer) {
-		hdr = 48
-	}
+	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr)*8) / float64(st.DeltaTime)
 }
 
@@ -701,62 +692,20 @@ func (s *Server) countEvent(ev *dataphase.Event, hdr uint64) {
 			d.TxLoss.Add(uint64(t.Loss))
 			d.TxOooDup.Add(uint64(t.Ooo) + uint64(t.Dup))
 		}
-	case dataphase.EvWarning:
-		switch ev.Code {
-		case 2:
-			d.LocalStatusLoss.Add(statusLossCount(ev.Text))
-		case 3:
-			d.RemoteStatusLoss.Add(statusLossCount(ev.Text))
-		case 4:
-			d.LocalTrafficStop.Add(1)
-		case 5:
-			d.RemoteTrafficStop.Add(1)
-		case 6:
-			countInvalidData(d, ev.Text)
-		}
 	}
-}
-
-// statusLossCount reads the count of a "... messages lost (n)" warning; a
-// reordered Status PDU ("OoO/Dup") counts 65535, as OB-UDPST sums it.
-func statusLossCount(text string) uint64 {
-	i := strings.LastIndexByte(text, '(')
-	j := strings.LastIndexByte(text, ')')
-	if i < 0 || j <= i {
-		return 1
-	}
-	v := text[i+1 : j]
-	if v == "OoO/Dup" {
-		return uint64(dataphase.SpduSeqErrOoO)
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return 1
-	}
-	return n
-}
-
-// countInvalidData classifies the Data Phase's "Received invalid load|status
-// PDU (size,...)" warning: a size no valid PDU has, or anything else
-// (format or checksum, which the warning does not tell apart).
-func countInvalidData(d *DataCounters, text string) {
-	load := strings.Contains(text, "invalid load")
-	size := -1
-	if i := strings.LastIndexByte(text, '('); i >= 0 {
-		if j := strings.IndexByte(text[i:], ','); j > 0 {
-			size, _ = strconv.Atoi(text[i+1 : i+j])
-		}
-	}
-	switch {
-	case load && size >= 0 && size < dataphase.LoadHeaderLen:
-		d.LoadInvalidSize.Add(1)
-	case load:
-		d.LoadInvalidFormat.Add(1)
-	case size >= 0 && size != dataphase.StatusLen && size != dataphase.StatusLegacyLen:
-		d.StatusInvalidSize.Add(1)
-	default:
-		d.StatusInvalidFormat.Add(1)
-	}
+	// Counted by the Data Phase itself, uncapped; a Trial Interval's event
+	// and the end carry what happened since the previous one.
+	a := &ev.Anomalies
+	d.LocalStatusLoss.Add(a.LocalStatusLoss)
+	d.RemoteStatusLoss.Add(a.RemoteStatusLoss)
+	d.LocalTrafficStop.Add(a.LocalTrafficStop)
+	d.RemoteTrafficStop.Add(a.RemoteTrafficStop)
+	d.LoadInvalidSize.Add(a.LoadInvalidSize)
+	d.LoadInvalidFormat.Add(a.LoadInvalidFormat)
+	d.LoadInvalidChecksum.Add(a.LoadInvalidChecksum)
+	d.StatusInvalidSize.Add(a.StatusInvalidSize)
+	d.StatusInvalidFormat.Add(a.StatusInvalidFormat)
+	d.StatusInvalidChecksum.Add(a.StatusInvalidChecksum)
 }
 
 // connLog writes one Test Connection's warnings and errors, at most
@@ -801,13 +750,13 @@ type ServerSnapshot struct {
 
 // DataTotals are DataCounters read at one time.
 type DataTotals struct {
-	StatusSent, StatusReceived               uint64
-	TxDatagrams, TxIPBytes, TxLoss, TxOooDup uint64
-	RxDatagrams, RxIPBytes, RxLoss, RxOooDup uint64
-	LocalStatusLoss, RemoteStatusLoss        uint64
-	LocalTrafficStop, RemoteTrafficStop      uint64
-	LoadInvalidSize, LoadInvalidFormat       uint64
-	StatusInvalidSize, StatusInvalidFormat   uint64
+	StatusSent, StatusReceived                                    uint64
+	TxDatagrams, TxIPBytes, TxLoss, TxOooDup                      uint64
+	RxDatagrams, RxIPBytes, RxLoss, RxOooDup                      uint64
+	LocalStatusLoss, RemoteStatusLoss                             uint64
+	LocalTrafficStop, RemoteTrafficStop                           uint64
+	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
+	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
 }
 
 // RejectedTotal is the number of Setup Requests answered with a refusal.
@@ -847,7 +796,9 @@ func (s *Server) Snapshot() ServerSnapshot {
 		LocalStatusLoss: d.LocalStatusLoss.Load(), RemoteStatusLoss: d.RemoteStatusLoss.Load(),
 		LocalTrafficStop: d.LocalTrafficStop.Load(), RemoteTrafficStop: d.RemoteTrafficStop.Load(),
 		LoadInvalidSize: d.LoadInvalidSize.Load(), LoadInvalidFormat: d.LoadInvalidFormat.Load(),
-		StatusInvalidSize: d.StatusInvalidSize.Load(), StatusInvalidFormat: d.StatusInvalidFormat.Load(),
+		LoadInvalidChecksum: d.LoadInvalidChecksum.Load(),
+		StatusInvalidSize:   d.StatusInvalidSize.Load(), StatusInvalidFormat: d.StatusInvalidFormat.Load(),
+		StatusInvalidChecksum: d.StatusInvalidChecksum.Load(),
 	}
 	return n
 }

@@ -224,15 +224,13 @@ func TestDataPhaseEventsCounted(t *testing.T) {
 	for _, ev := range []dataphase.Event{
 		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: true, Datagrams: 10, Bytes: 1000, Loss: 1, Ooo: 2, Dup: 3}},
 		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: false, Datagrams: 20, Bytes: 2000, Loss: 4}},
+		// What the Data Phase counted, uncapped, carried by its events.
+		{Kind: dataphase.EvEnd, Anomalies: dataphase.Anomalies{
+			LocalStatusLoss: 3 + 65535, RemoteStatusLoss: 2, LocalTrafficStop: 1}},
+		{Kind: dataphase.EvEnd, Anomalies: dataphase.Anomalies{RemoteTrafficStop: 1,
+			LoadInvalidSize: 1, LoadInvalidFormat: 1, StatusInvalidSize: 1, StatusInvalidFormat: 1}},
+		// Warnings are shown, not counted.
 		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"},
-		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (OoO/Dup)"},
-		{Kind: dataphase.EvWarning, Code: 3, Text: "REMOTE WARNING: Incoming status feedback messages lost (2)"},
-		{Kind: dataphase.EvWarning, Code: 4, Text: "LOCAL WARNING: Incoming traffic has completely stopped"},
-		{Kind: dataphase.EvWarning, Code: 5, Text: "REMOTE WARNING: Incoming traffic has completely stopped"},
-		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid load PDU (20,0xBEEF:0x00:0x00,0x0000)"},
-		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid load PDU (1200,0x1234:0x00:0x00,0x0000)"},
-		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid status PDU (100,0x0000:0x00:0x00,0x0000)"},
-		{Kind: dataphase.EvWarning, Code: 6, Text: "WARNING: Received invalid status PDU (204,0x1234:0x00:0x00,0x0000)"},
 	} {
 		s.countEvent(&ev, 28)
 	}

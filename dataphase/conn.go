@@ -18,7 +18,6 @@ import (
 type Conn struct {
 	p          Params
 	loadSender bool
-	trialNs    int64
 	periodMs   int64
 	trialMs    int64
 	maxSub     uint32
@@ -28,8 +27,7 @@ type Conn struct {
 	rc  *RateControl
 	rng xorshift
 
-	start     clock.Time
-	startWall int64
+	start clock.Time
 
 	// Stop handshake (wire.md 1.7).
 	action      uint8 // the testAction our next PDU carries
@@ -60,9 +58,13 @@ type Conn struct {
 	fragWindow    bool // the sender's fragmentation window is open (frag.go)
 
 	// Server: over-rate policing of an upstream Load Sender.
-	prevRowMbps float64
-	overCount   int
+	assigned  []float64 // nominal Mbps of the rows of the last policeWindow of Status PDUs
+	nextSlot  int
+	lastRow   int // the row whose rate is lastMbps; -1: none yet
+	lastMbps  float64
+	overCount int
 
+	anom          Anomalies // since the last event that carried them
 	warnings      int
 	localBleach   bool
 	remoteBleach  bool
@@ -77,11 +79,9 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	c := &Conn{
 		p:          p,
 		loadSender: p.Upstream != p.Server,
-		trialNs:    int64(p.TrialInt),
 		periodMs:   int64(p.SubIntPeriod / time.Millisecond),
 		trialMs:    int64(p.TrialInt / time.Millisecond),
 		start:      now.Mono,
-		startWall:  now.Wall,
 		rng:        *newXorshift(p.Seed),
 		events:     make([]Event, 0, 16),
 	}
@@ -106,7 +106,6 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		row := p.InitialRate
 		if p.Server {
 			row = c.row(c.rc.Index())
-			c.prevRowMbps = c.rowMbps(c.rc.Index())
 		}
 		c.snd.ipv6, c.snd.random, c.snd.noRoll = p.IPv6, p.RandomPayload, p.NoSeqRollback
 		c.snd.frag, c.snd.fragOn = frag, frag.unit > 0
@@ -114,8 +113,13 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	} else {
 		c.rcv.init(now.Wall, p.ECNCEThresh, frag)
 		c.statusAt = now.Mono + clock.Time(p.TrialInt)
-		if p.Server {
-			c.prevRowMbps = c.rowMbps(c.rc.Index())
+		if p.Server && p.PoliceOverRate {
+			n := 2
+			if p.TrialInt > 0 {
+				n = max(n, int(policeWindow/p.TrialInt))
+			}
+			c.assigned, c.lastRow = make([]float64, n), -1
+			c.noteAssigned()
 		}
 	}
 	return c
@@ -208,13 +212,21 @@ func (c *Conn) end(r EndReason) {
 		return
 	}
 	c.done = true
-	c.events = append(c.events, Event{Kind: EvEnd, End: r})
+	c.events = append(c.events, Event{Kind: EvEnd, End: r, Anomalies: c.anom})
+	c.anom = Anomalies{}
 }
 
-// warn records a warning event; OB-UDPST shows at most 10 per Test
-// Connection and, except for invalid PDUs, only while the test runs.
+// canWarn reports whether a warning would be shown: OB-UDPST shows at most
+// 10 per Test Connection and, except for invalid PDUs, only while the test
+// runs. Callers ask before they format its text, so a flood of bad
+// datagrams costs no allocation.
+func (c *Conn) canWarn(always bool) bool {
+	return c.warnings < MaxWarnings && (always || (c.action == ActionTest && !c.stopping))
+}
+
+// warn records a warning event if canWarn allows it.
 func (c *Conn) warn(code uint8, text string, always bool) {
-	if c.warnings >= MaxWarnings || (!always && (c.action != ActionTest || c.stopping)) {
+	if !c.canWarn(always) {
 		return
 	}
 	c.warnings++
@@ -254,6 +266,7 @@ func (c *Conn) trafficCheck(now clock.Time) {
 	if now-c.lastRx >= clock.Time(WarnNoTraffic) {
 		c.rxStopped = true
 		c.lastRxSet = false
+		c.anom.LocalTrafficStop++
 		c.warn(4, "LOCAL WARNING: Incoming traffic has completely stopped", false)
 		return
 	}
@@ -292,7 +305,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 	case c.confirm:
 		// One datagram carrying the stop action (OB-UDPST: a Burst of
 		// size 1), then the end.
-		bu = c.confirmBurst(now.Mono)
+		bu = c.confirmBurst()
 	default:
 		var ok bool
 		bu, ok = c.snd.fire(now.Mono, c.stopping)
@@ -324,7 +337,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 }
 
 // confirmBurst is the one datagram that carries a client's stop action.
-func (c *Conn) confirmBurst(now clock.Time) burst {
+func (c *Conn) confirmBurst() burst {
 	for t := range c.snd.tx {
 		if c.snd.interval(t) > 0 {
 			if bu := c.snd.burstOf(t, true); bu.count() > 0 {
@@ -422,26 +435,44 @@ func (c *Conn) adjustUpstream(now clock.Pair) {
 	if c.stopping {
 		return
 	}
-	c.prevRowMbps = c.rowMbps(c.rc.Index())
 	c.rc.Adjust(fb, c.rcv.subSeq)
+	c.noteAssigned()
+}
+
+// policeWindow is how far back the rows a Load Sender was assigned count
+// when the server polices it: datagrams sent under a higher row are still
+// arriving after a rate cut for a round trip and a queue's worth of time, a
+// second and more on a congested upload link with a deep buffer.
+const policeWindow = 2 * time.Second
+
+// noteAssigned records the row the next Status PDU assigns (its rate is
+// recomputed only when the row changes).
+func (c *Conn) noteAssigned() {
+	if c.assigned == nil {
+		return
+	}
+	if i := int(c.rc.Index()); i != c.lastRow {
+		c.lastRow, c.lastMbps = i, c.rowMbps(uint16(i))
+	}
+	c.assigned[c.nextSlot] = c.lastMbps
+	c.nextSlot = (c.nextSlot + 1) % len(c.assigned)
 }
 
 // police stops a Load Sender that runs above 1.5 times its assigned rate
 // for 3 Trial Intervals in a row (ADR: the server polices the rate it
-// assigns). The assigned rate is the larger of the rows of the last two
-// Status PDUs, because a client applies a new row one firing late; two
-// jumbo datagrams of slack keep row 0's random sizes from tripping it.
+// assigns). The assigned rate is the highest row of the last policeWindow
+// of Status PDUs; two jumbo datagrams of slack keep row 0's random sizes
+// from tripping it.
 func (c *Conn) police(nowWall int64, fb TrialFeedback) {
 	us := roundUs(nowWall - c.rcv.trialStart)
 	if us <= 0 {
 		return
 	}
-	hdr := uint64(28)
-	if c.p.IPv6 {
-		hdr = 48
+	bits := float64((uint64(c.rcv.trial.bytes)+uint64(fb.Datagrams)*uint64(L3Overhead(c.p.IPv6)))*8) / float64(us) // Mbps
+	assigned := 0.0
+	for _, m := range c.assigned {
+		assigned = max(assigned, m)
 	}
-	bits := float64((uint64(c.rcv.trial.bytes)+uint64(fb.Datagrams)*hdr)*8) / float64(us) // Mbps
-	assigned := max(c.prevRowMbps, c.rowMbps(c.rc.Index()))
 	slack := float64(2*9000*8) / float64(us)
 	if bits > 1.5*assigned+slack {
 		c.overCount++
@@ -463,7 +494,8 @@ func (c *Conn) trialEvent(fb TrialFeedback, s *StatusPDU, sent bool) {
 		Datagrams:    s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime,
 		Index: c.Index(), Sent: sent,
 	}
-	c.events = append(c.events, Event{Kind: EvTrial, Trial: t})
+	c.events = append(c.events, Event{Kind: EvTrial, Trial: t, Anomalies: c.anom})
+	c.anom = Anomalies{}
 }
 
 func (c *Conn) subInterval(r SubIntervalResult) {
@@ -499,7 +531,7 @@ func (c *Conn) Receive(b *RecvBatch) {
 func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	var h LoadHeader
 	if err := h.Decode(data); err != nil {
-		c.invalid("load", data, d.Len)
+		c.invalid("load", err, data, d.Len)
 		return
 	}
 	if c.p.Server {
@@ -525,7 +557,10 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	c.seen(d.Time, h.RxStopped)
 	res := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS)
 	if res.remoteSeqErr != 0 {
-		c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(res.remoteSeqErr)+")", false)
+		c.anom.RemoteStatusLoss += uint64(res.remoteSeqErr)
+		if c.canWarn(false) {
+			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(res.remoteSeqErr)+")", false)
+		}
 	}
 }
 
@@ -534,6 +569,7 @@ func (c *Conn) seen(t clock.Time, peerRxStopped uint8) {
 	c.lastRx, c.lastRxSet = t, true
 	stopped := peerRxStopped == 1
 	if stopped && !c.peerRxStopped {
+		c.anom.RemoteTrafficStop++
 		c.warn(5, "REMOTE WARNING: Incoming traffic has completely stopped", false)
 	}
 	c.peerRxStopped = stopped
@@ -549,7 +585,7 @@ func seqErrText(n uint16) string {
 func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	s := &c.statusScratch
 	if err := s.Decode(data, c.p.Legacy); err != nil {
-		c.invalid("status", data, d.Len)
+		c.invalid("status", err, data, d.Len)
 		return
 	}
 	stop := s.TestAction != ActionTest
@@ -577,7 +613,10 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.spduSeqErr = SpduSeqErrOoO
 	}
 	if c.spduSeqErr != 0 {
-		c.warn(2, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
+		c.anom.LocalStatusLoss += uint64(c.spduSeqErr)
+		if c.canWarn(false) {
+			c.warn(2, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
+		}
 	}
 	c.echoSec, c.echoNsec = s.SpduTimeSec, s.SpduTimeNsec
 	if s.RTTVarSample != NoDelay {
@@ -599,7 +638,9 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
 		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
 	}
-	if s.SubIntSeqNo != c.lastSubSeq {
+	// Only a newer Sub-Interval counts: a reordered Status PDU must not
+	// report one again. (OB-UDPST compares for inequality.)
+	if s.SubIntSeqNo > c.lastSubSeq {
 		c.lastSubSeq = s.SubIntSeqNo
 		r := SubIntervalResult{
 			Seq:           s.SubIntSeqNo,
@@ -635,9 +676,33 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	c.trialEvent(fb, s, false)
 }
 
-// invalid counts a datagram that is not a valid PDU for this end, with
-// OB-UDPST's warning line (at most MaxWarnings per Test Connection).
-func (c *Conn) invalid(kind string, data []byte, n int) {
+// invalid counts a datagram that is not a valid PDU for this end, by what
+// failed, with OB-UDPST's warning line (at most MaxWarnings per Test
+// Connection).
+func (c *Conn) invalid(kind string, err error, data []byte, n int) {
+	field := ""
+	if pe, ok := err.(*PDUError); ok {
+		field = pe.Field
+	}
+	a := &c.anom
+	load := kind == "load"
+	switch {
+	case field == "length" && load:
+		a.LoadInvalidSize++
+	case field == "length":
+		a.StatusInvalidSize++
+	case field == "checkSum" && load:
+		a.LoadInvalidChecksum++
+	case field == "checkSum":
+		a.StatusInvalidChecksum++
+	case load:
+		a.LoadInvalidFormat++
+	default:
+		a.StatusInvalidFormat++
+	}
+	if !c.canWarn(true) {
+		return
+	}
 	var id, ck uint16
 	var action, flag uint8
 	if len(data) >= 4 {

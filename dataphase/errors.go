@@ -14,9 +14,3 @@ type PDUError struct {
 func (e *PDUError) Error() string {
 	return fmt.Sprintf("invalid %s: %s: %s", e.PDU, e.Field, e.Reason)
 }
-
-// errf builds a *PDUError; it allocates, which is fine: rejections are rare and
-// counted, and the accepted path never calls it.
-func errf(pdu, field, format string, args ...any) error {
-	return &PDUError{PDU: pdu, Field: field, Reason: fmt.Sprintf(format, args...)}
-}

@@ -101,6 +101,23 @@ type TrialInfo struct {
 	Sent               bool
 }
 
+// Anomalies counts what a Test Connection's peer or path got wrong, by kind,
+// without the cap that limits warnings: OB-UDPST's server statistics count
+// them all. An event carries the counts since the previous event that
+// carried any (a Trial Interval's event, or the end), so adding them up
+// gives the totals.
+type Anomalies struct {
+	// Status PDUs lost: those sent to us (local) and those we sent (remote,
+	// as the peer reports); a reordered one counts 65535, as OB-UDPST sums
+	// them.
+	LocalStatusLoss, RemoteStatusLoss uint64
+	// "Traffic has completely stopped", here and at the peer.
+	LocalTrafficStop, RemoteTrafficStop uint64
+	// Invalid Load and Status PDUs, by what failed.
+	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
+	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
+}
+
 // Event is what a core reports to its executor. Events are rare (a few per
 // second), so they may carry strings.
 type Event struct {
@@ -114,4 +131,6 @@ type Event struct {
 	RTTMinimum    uint32
 	// EvEnd
 	End EndReason
+	// EvTrial and EvEnd: what went wrong since the previous such event.
+	Anomalies Anomalies
 }

@@ -65,6 +65,15 @@ const (
 // l3Overhead is the UDP plus IPv4 header size counted in a row's rate.
 const l3Overhead = 28
 
+// L3Overhead is the UDP and IP header bytes of one datagram, what every
+// L3 rate adds to the UDP payload: 28 for IPv4, 48 for IPv6.
+func L3Overhead(ipv6 bool) int {
+	if ipv6 {
+		return l3Overhead + IPv6Reduction
+	}
+	return l3Overhead
+}
+
 // SendingRate is one row of the Sending Rate Table: two independent periodic
 // transmitters, the second of which may append one extra datagram per burst.
 // The fields are exactly the seven u32 of the wire structure, in wire order.
@@ -157,10 +166,7 @@ func meanSize(field uint32, ipv6 bool) uint64 {
 // selects which sizes enter the sum. Transmitters with a zero period are
 // skipped rather than divided by.
 func (r *SendingRate) L3Mbps(ipv6 bool) float64 {
-	over := uint64(l3Overhead)
-	if ipv6 {
-		over += IPv6Reduction
-	}
+	over := uint64(L3Overhead(ipv6))
 	var byteRate uint64 // L3 bytes per second
 	if r.TxInterval1 > 0 && r.BurstSize1 > 0 {
 		pps := uint64(1000000/r.TxInterval1) * uint64(r.BurstSize1)

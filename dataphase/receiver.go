@@ -86,10 +86,6 @@ type receiver struct {
 
 	// frag is the path's fragmentation arithmetic (frag.go).
 	frag fragPlan
-
-	// remoteSeqErr is the Load Sender's spduSeqErr from the latest RTT
-	// sample, reported once per change as a REMOTE warning.
-	remoteSeqErr uint16
 }
 
 func (r *receiver) init(activationWall int64, ceThresh uint8, frag fragPlan) {
@@ -103,9 +99,7 @@ func (r *receiver) init(activationWall int64, ceThresh uint8, frag fragPlan) {
 
 // loadResult says what one Load PDU did, for the caller's warnings.
 type loadResult struct {
-	inOrder      bool
 	remoteSeqErr uint16 // the sender's spduSeqErr when an RTT sample was taken, else 0
-	minUpdated   bool
 }
 
 // onLoad accounts one accepted Load PDU received at wall time rxWall (ns).
@@ -153,7 +147,6 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 		r.push(s)
 		return res
 	}
-	res.inOrder = true
 
 	// RTT, on this host's clock alone: our Status PDU's send time came back.
 	echo := int64(h.SpduTimeSec)*1e9 + int64(h.SpduTimeNsec)
@@ -175,7 +168,6 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 		if rtt32 < r.rttMinimum {
 			r.rttMinimum = rtt32
 			r.trial.delayMinUpd = true
-			res.minUpdated = true
 		}
 		sample := rtt32 - r.rttMinimum
 		r.trial.rttVarSample = sample
@@ -191,13 +183,11 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	if !r.clockDeltaSet {
 		r.clockDeltaMin, r.clockDeltaSet = d32, true
 		r.trial.delayMinUpd = true
-		res.minUpdated = true
 		return res
 	}
 	if d32 < r.clockDeltaMin {
 		r.clockDeltaMin = d32
 		r.trial.delayMinUpd = true
-		res.minUpdated = true
 	}
 	v := uint32(int64(d32) - int64(r.clockDeltaMin))
 	r.trial.owd.add(v)

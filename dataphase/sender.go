@@ -150,7 +150,9 @@ func (s *sender) fire(now clock.Time, stopping bool) (burst, bool) {
 	}
 	iv := s.interval(t)
 	tx := &s.tx[t]
-	if late := now - tx.due; late > s.budget && iv > 0 {
+	// (An armed transmitter has a period: init and setRow disarm one whose
+	// row sets none.)
+	if late := now - tx.due; late > s.budget {
 		// Bursts due before now-budget are skipped, but never the most
 		// recent one (the one due within the last period).
 		skip := (late - s.budget + iv - 1) / iv
@@ -158,17 +160,13 @@ func (s *sender) fire(now clock.Time, stopping bool) (burst, bool) {
 			skip = owed - 1
 		}
 		if skip > 0 {
-			b := s.burstOf(t, false)
 			s.skippedBursts += uint32(skip)
-			s.skippedDgrams += uint32(skip) * uint32(b.count())
+			s.skippedDgrams += uint32(skip) * uint32(s.burstCount(t))
 			tx.due += skip * iv
 		}
 	}
 	b := s.burstOf(t, stopping)
 	tx.due += iv
-	if iv == 0 {
-		tx.armed = false
-	}
 	return b, true
 }
 
@@ -195,6 +193,23 @@ func (s *sender) burstOf(t int, stopping bool) burst {
 		b.addon = s.size(addon)
 	}
 	return b
+}
+
+// burstCount is how many datagrams transmitter t's Burst has in the current
+// row, without drawing its random sizes (skipped Bursts are only counted).
+func (s *sender) burstCount(t int) int {
+	payload, n, addon := s.row.UDPPayload1, s.row.BurstSize1, uint32(0)
+	if t == 1 {
+		payload, n, addon = s.row.UDPPayload2, s.row.BurstSize2, s.row.UDPAddon2
+	}
+	c := 0
+	if payload != 0 {
+		c = int(min(n, MaxBurst))
+	}
+	if addon != 0 {
+		c++
+	}
+	return c
 }
 
 func (b burst) count() int {

@@ -221,8 +221,8 @@ func statsCounters(n *control.ServerSnapshot) report.ServerStatsCounters {
 			AuthFailure: n.AuthFailure, BadAuthTime: n.AuthTime,
 		},
 		Data: report.StatsDataCounters{
-			LoadInvalidSize: d.LoadInvalidSize, LoadInvalidFormat: d.LoadInvalidFormat,
-			StatusInvalidSize: d.StatusInvalidSize, StatusInvalidFormat: d.StatusInvalidFormat,
+			LoadInvalidSize: d.LoadInvalidSize, LoadInvalidFormat: d.LoadInvalidFormat, LoadInvalidChecksum: d.LoadInvalidChecksum,
+			StatusInvalidSize: d.StatusInvalidSize, StatusInvalidFormat: d.StatusInvalidFormat, StatusInvalidChecksum: d.StatusInvalidChecksum,
 		},
 	}
 }

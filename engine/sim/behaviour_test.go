@@ -328,3 +328,72 @@ func hasWarning(r *record, code uint8) bool {
 	}
 	return false
 }
+
+// TestCompliantSenderNotPoliced: an upstream client that follows its rows
+// on a congested upload link with a deep queue and a long path is still
+// receiving traffic sent under a higher row well after each rate cut; the
+// server must not take that for a client running over its rate.
+func TestCompliantSenderNotPoliced(t *testing.T) {
+	for _, c := range []struct {
+		rate  float64
+		queue int
+		delay time.Duration
+	}{
+		{20e6, 1 << 20, 10 * time.Millisecond},
+		{20e6, 125_000, 300 * time.Millisecond},
+	} {
+		s, rc, rs := newPair(true, 10*time.Second)
+		s.Up = Link{Delay: c.delay, RateBps: c.rate, QueueBytes: c.queue, Overhead: 28}
+		s.Down.Delay = c.delay
+		s.Run(30 * time.Second)
+		if rs.end == dataphase.EndOverRate || rc.end != dataphase.EndStopped {
+			t.Errorf("%.0f Mbit/s, %d-byte queue, %v: server %v, client %v; warnings %+v",
+				c.rate/1e6, c.queue, c.delay, rs.end, rc.end, rs.warns)
+		}
+	}
+}
+
+// TestReorderedStatusNoRepeat: a Status PDU that arrives after a newer one
+// does not make the client report a Sub-Interval again.
+func TestReorderedStatusNoRepeat(t *testing.T) {
+	s, rc, _ := newPair(true, 5*time.Second)
+	s.Client.Core = &holdBack{Core: s.Client.Core}
+	s.Run(12 * time.Second)
+	var last uint32
+	for _, r := range rc.subs {
+		if r.Seq <= last {
+			t.Fatalf("Sub-Interval %d reported after %d", r.Seq, last)
+		}
+		last = r.Seq
+	}
+	if len(rc.subs) < 4 {
+		t.Errorf("only %d Sub-Intervals", len(rc.subs))
+	}
+}
+
+// holdBack replays, right after each Status PDU that starts reporting a
+// new Sub-Interval, the Status PDU before it: that one arrives late,
+// reordered across the Sub-Interval's first report.
+type holdBack struct {
+	Core
+	prev    []byte
+	prevSub uint32
+}
+
+func (h *holdBack) Receive(b *dataphase.RecvBatch) {
+	n := b.N
+	for i := 0; i < n; i++ {
+		d := b.Data(i)
+		if len(d) < dataphase.StatusLen || binary.BigEndian.Uint16(d) != dataphase.StatusPDUID {
+			continue
+		}
+		sub := binary.BigEndian.Uint32(d[36:])
+		if sub > h.prevSub && h.prev != nil && b.N < dataphase.MaxRecv {
+			copy(b.Buf(b.N), h.prev)
+			b.Dgrams[b.N] = dataphase.InDatagram{Len: len(h.prev), Time: b.Pair.Mono}
+			b.N++
+		}
+		h.prev, h.prevSub = append(h.prev[:0], d...), sub
+	}
+	h.Core.Receive(b)
+}
