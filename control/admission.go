@@ -121,8 +121,12 @@ type sourceLimiter struct {
 	rate    float64 // tokens per second; 0: no limit
 	burst   float64
 	buckets map[netip.Addr]*bucket
-	shared  bucket // for new sources while the table is full
+	shared  bucket    // for new sources while the table is full
+	pruned  time.Time // the last prune
 }
+
+// pruneEvery bounds how often a full source table is swept.
+const pruneEvery = 100 * time.Millisecond
 
 type bucket struct {
 	tokens float64
@@ -164,8 +168,11 @@ func (l *sourceLimiter) allow(src netip.Addr, now time.Time) (ok, first bool) {
 	defer l.mu.Unlock()
 	b := l.buckets[key]
 	if b == nil {
-		if len(l.buckets) >= maxLimitedSources {
+		if len(l.buckets) >= maxLimitedSources && now.Sub(l.pruned) >= pruneEvery {
+			// At most every pruneEvery: a flood from ever new sources would
+			// otherwise scan the whole table for every datagram.
 			l.prune(now)
+			l.pruned = now
 		}
 		if len(l.buckets) >= maxLimitedSources {
 			b = &l.shared

@@ -215,7 +215,11 @@ func TestLegacyClient(t *testing.T) {
 		TestIntTime: 5, SubIntPeriodSec: 1, SRIndexConf: 0xFFFF, HighSpeedDelta: 10, SlowAdjThresh: 3, SeqErrThresh: 10, IgnoreOooDup: 1}
 	testPort := netip.AddrPortFrom(ctl.Addr(), resp.TestPort)
 	sock.Connect(testPort)
-	sock.Send(ta.Encode(make([]byte, ActivationLen), true))
+	// With the optional checksum: the answer must not echo it, since the
+	// coerced values would no longer verify against it.
+	taOut := ta.Encode(make([]byte, ActivationLen), true)
+	SealControlChecksum(taOut)
+	sock.Send(taOut)
 	for {
 		n, _, err = sock.RecvFrom(buf, time.Now().Add(time.Second))
 		if err != nil {

@@ -53,7 +53,7 @@ const resendAfter = time.Second
 // success the socket is connected to the server's test port and marked
 // with the granted DSCP/ECN byte.
 func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
-	addr, err := resolve(srv.Host, cfg.Family)
+	addr, err := resolve(ctx, srv.Host, cfg.Family)
 	if err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}

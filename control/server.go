@@ -31,7 +31,6 @@ type ServerCounters struct {
 	ActivationBad    atomic.Uint64 // invalid or unauthenticated Test Activation Requests
 	Activated        atomic.Uint64
 	EndedByReason    [8]atomic.Uint64
-	ActiveDataPhase  atomic.Int64
 
 	// ActivationRequests counts valid Test Activation Requests, before
 	// their authentication is checked.
@@ -98,12 +97,12 @@ type Server struct {
 
 // serverConn is one Test Connection from Setup to end.
 type serverConn struct {
-	id    uint64
-	sock  Socket
-	grant grant
-	peer  netip.AddrPort
-	dp    DataPhase
-	log   connLog
+	closed bool // shutdown closed its socket before its Data Phase started (under Server.mu)
+	sock   Socket
+	grant  grant
+	peer   netip.AddrPort
+	dp     DataPhase
+	log    connLog
 }
 
 // ServerOptions are a Server's service settings beyond ServerConfig.
@@ -187,7 +186,7 @@ func controlAddrs(cfg ServerConfig) ([]netip.AddrPort, error) {
 	}
 	var out []netip.AddrPort
 	for _, h := range cfg.BindAddrs {
-		a, err := resolve(h, cfg.Family)
+		a, err := resolve(context.Background(), h, cfg.Family)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +197,7 @@ func controlAddrs(cfg ServerConfig) ([]netip.AddrPort, error) {
 
 // resolve turns a host name or literal into one address of the family
 // asked for (the first the resolver gives, as OB-UDPST takes it).
-func resolve(host string, fam Family) (netip.Addr, error) {
+func resolve(ctx context.Context, host string, fam Family) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.Unmap()
 		if (fam == FamilyV4 && !a.Is4()) || (fam == FamilyV6 && a.Is4()) {
@@ -206,7 +205,7 @@ func resolve(host string, fam Family) (netip.Addr, error) {
 		}
 		return a, nil
 	}
-	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("resolve %s: %w", host, err)
 	}
@@ -271,6 +270,7 @@ func (s *Server) shutdown(grace time.Duration) {
 		if c.dp != nil {
 			c.dp.Stop()
 		} else {
+			c.closed = true
 			c.sock.Close() // awaiting activation: release it now
 		}
 	}
@@ -293,10 +293,11 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue
 			}
-			if ctx.Err() == nil {
-				s.log.Error("control socket read failed", "addr", c.LocalAddr(), "err", err)
-				time.Sleep(10 * time.Millisecond)
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
 			}
+			s.log.Error("control socket read failed", "addr", c.LocalAddr(), "err", err)
+			time.Sleep(100 * time.Millisecond) // a lasting error logs ten lines a second, not a hundred
 			continue
 		}
 		s.Counters.SetupRequests.Add(1)
@@ -460,8 +461,6 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		return
 	}
 	s.Counters.Activated.Add(1)
-	s.Counters.ActiveDataPhase.Add(1)
-	defer s.Counters.ActiveDataPhase.Add(-1)
 	running := &s.Counters.RunningDown
 	if !core.LoadSender() {
 		running = &s.Counters.RunningUp
@@ -496,6 +495,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		}
 	}
 	s.mu.Lock()
+	if sc.closed {
+		// Shutdown closed the socket while the activation was answered:
+		// there is nothing left to run the Data Phase on.
+		s.mu.Unlock()
+		return
+	}
 	sc.dp = s.net.RunDataPhase(sc.sock, core, onEvent)
 	s.mu.Unlock()
 	log.Info("test started", "direction", direction(core))
@@ -577,9 +582,10 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			}
 		}
 		out := ta.Encode(make([]byte, ActivationLen), legacy)
-		if !legacy {
-			s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
-		}
+		// Protocol 20 re-signs or clears the auth block; every version
+		// clears the checksum the request carried (the coerced values
+		// would no longer verify against it).
+		s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
 		if err := sc.sock.Send(out); err != nil {
 			sc.log.error("cannot send test activation response", "peer", from, "err", err)

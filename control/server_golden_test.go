@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +85,10 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 		t.Fatal(err)
 	}
 	ctl := n.sockets[0]
+	// The server's clock, set to each answer's capture time; the server's
+	// goroutines read it while the test moves it, hence the atomic.
+	var now atomic.Int64
+	s.now = func() time.Time { return time.Unix(now.Load(), 0) }
 	loop := netip.MustParseAddr("127.0.0.1")
 	testSock := map[int]*fakeSocket{} // client port -> our test socket
 	setupReq := map[int][]byte{}
@@ -96,7 +101,7 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			if req == nil {
 				t.Fatalf("pdu %d: response without request", i)
 			}
-			s.now = func() time.Time { return authTimeOr(p.Bytes) }
+			now.Store(authTimeOr(p.Bytes).Unix())
 			before := len(ctl.sentCopy())
 			s.handleSetup(ctl, req, netip.AddrPortFrom(loop, uint16(p.DstPort)))
 			sent := ctl.sentCopy()
@@ -138,7 +143,7 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			ts.deliver(p.Bytes, netip.AddrPortFrom(loop, uint16(p.SrcPort)))
 		case p.ID == "ace2" && p.Dir == "s2c":
 			ts := testSock[p.DstPort]
-			s.now = func() time.Time { return authTimeOr(p.Bytes) }
+			now.Store(authTimeOr(p.Bytes).Unix())
 			got := waitSent(t, ts, 2) // Null first, then the response
 			if got == nil {
 				t.Fatalf("pdu %d: no Test Activation Response from our server", i)
