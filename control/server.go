@@ -485,8 +485,14 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		case dataphase.EvSubInterval:
 			if s.cfg.Verbose && !s.cfg.NoSubInt {
 				st := &ev.SubInt.Stats
+				sent := float64(st.RxDatagrams) + float64(st.SeqErrLoss)
+				share := "delivered_pct"
+				v := fmt.Sprintf("%.2f", 100*float64(st.RxDatagrams)/max(sent, 1))
+				if s.cfg.LossRatio { // -r, as OB-UDPST's lines show it
+					share, v = "loss_ratio", fmt.Sprintf("%.2E", float64(st.SeqErrLoss)/max(sent, 1))
+				}
 				log.Info("sub-interval", "n", ev.SubInt.Seq, "datagrams", st.RxDatagrams, "loss", st.SeqErrLoss,
-					"mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, peer)))
+					share, v, "mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, peer)))
 			}
 		case dataphase.EvTrial:
 			if s.cfg.Debug && ev.Trial.Index >= 0 {

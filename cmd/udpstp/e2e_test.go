@@ -515,3 +515,31 @@ func TestMultiConnectionMinimum(t *testing.T) {
 		t.Errorf("status %d, message %q; want 200 and the minimum-connections error\n%s", code, r.ErrorMessage, out)
 	}
 }
+
+// TestShowErrors: with -e the client reports its socket's errors when a
+// Test Connection ends: here the server dies mid-test, so the client's
+// Load PDUs meet ICMP port unreachable (connection refused).
+func TestShowErrors(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	cmd := exec.Command(udpstpBin, "client", "-e", "-u", "-t", "10", "-I", "5", "-p", fmt.Sprint(port), "127.0.0.1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	srv.cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("client did not end after its server died")
+	}
+	if !strings.Contains(stderr.String(), "socket errors") || !strings.Contains(stderr.String(), "connection_refused=") {
+		t.Errorf("no socket error report on stderr:\n%s", stderr.String())
+	}
+}

@@ -114,7 +114,7 @@ var options = []option{
 		usage: "run as a background (daemon) process, from a shell; not under systemd", wrongRole: "ERROR: Execution as daemon" + onlyServer},
 	{name: "one-test", letter: "1", role: forServer, category: catService,
 		usage: "exit after the first Test Connection ends", wrongRole: "ERROR: One test execution" + onlyServer},
-	{name: "show-errors", letter: "e", role: forBoth, category: catOutput, usage: "show socket send/receive errors (suppressed by default)"},
+	{name: "show-errors", letter: "e", role: forBoth, category: catOutput, usage: "show socket send/receive errors and overruns (suppressed by default): totals per Test Connection when it ends"},
 	{name: "verbose", letter: "v", role: forBoth, category: catOutput, usage: "verbose output"},
 	{name: "summary-only", letter: "s", role: forBoth, category: catOutput, usage: "summary and maximum only, no Sub-Interval lines"},
 	{name: "format", letter: "f", role: forClient, kind: text, category: catOutput,

@@ -39,15 +39,19 @@ const (
 // Connection for a client and on every other platform (pool nil).
 type engineNet struct {
 	noGSO bool
-	log   *slog.Logger
-	pool  *engine.Pool
+	// showErrors (-e): each Data Phase's socket errors and overruns are
+	// logged, as totals when it ends (never per event: a saturated path
+	// would log thousands a second).
+	showErrors bool
+	log        *slog.Logger
+	pool       *engine.Pool
 
 	bufOnce sync.Once // the first socket's granted buffers are logged at Info
 }
 
 // newServerNet returns the executor the server runs its Data Phases on.
-func newServerNet(lo localOptions, log *slog.Logger) *engineNet {
-	n := &engineNet{noGSO: lo.NoGSO, log: log}
+func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet {
+	n := &engineNet{noGSO: lo.NoGSO, showErrors: showErrors, log: log}
 	if engine.PoolSupported {
 		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
 	}
@@ -132,7 +136,33 @@ func (n *engineNet) logBuffers(s *engine.Socket, requested int) {
 }
 
 func (n *engineNet) RunDataPhase(sock control.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) control.DataPhase {
-	s := sock.(*engine.Socket)
+	dp := n.runDataPhase(sock.(*engine.Socket), core, onEvent)
+	if n.showErrors {
+		go n.logSocketErrors(sock.(*engine.Socket), dp)
+	}
+	return dp
+}
+
+// statsDataPhase is what both executors' handles offer.
+type statsDataPhase interface {
+	control.DataPhase
+	Stats() engine.ConnStats
+}
+
+// logSocketErrors waits for a Data Phase to end and logs its socket's
+// errors and overruns, if it had any (-e).
+func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
+	<-dp.Done()
+	st := dp.Stats().Socket
+	if st.BackpressureEvents+st.ConnRefused+st.SocketErrors+st.GSORefusals == 0 {
+		return
+	}
+	n.log.Warn("socket errors", "local", s.LocalAddr(), "peer", s.Peer(),
+		"overruns", st.BackpressureEvents, "refused_datagrams", st.RefusedDatagrams,
+		"connection_refused", st.ConnRefused, "socket_errors", st.SocketErrors, "gso_refusals", st.GSORefusals)
+}
+
+func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {
 	if n.pool == nil {
 		return engine.RunConn(s, core, onEvent, n.log)
 	}

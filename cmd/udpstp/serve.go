@@ -81,7 +81,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), 75)
 	}
-	base := newServerNet(lo, log)
+	base := newServerNet(lo, cfg.ShowErrors, log)
 	snet := newStatsNet(base)
 	srv, err := control.NewServerWith(*cfg, snet, log, control.ServerOptions{
 		Sockets:   socks,

@@ -65,7 +65,8 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 	n := max(cfg.ConnMax, len(cfg.Servers), 1)
 	t := &clientTest{
 		cfg: cfg, out: os.Stdout,
-		net:    &engineNet{noGSO: lo.NoGSO, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
+		net: &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
+			log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
 		signal: make(chan struct{}, 1),
 	}
 	t.col = report.New(t.out, report.Options{
