@@ -22,7 +22,7 @@ import (
 // statistics. Every refusal is counted by its code.
 type ServerCounters struct {
 	SetupRequests    atomic.Uint64 // every datagram on a control socket
-	SetupRateLimited atomic.Uint64 // dropped undecoded: its source exceeded its Setup Request rate
+	SetupRateLimited atomic.Uint64 // dropped unanswered: its source exceeded its Setup Request rate
 	SetupInvalid     atomic.Uint64 // dropped silently: length, identifier, cmdRequest, checksum
 	Accepted         atomic.Uint64
 	Rejected         [14]atomic.Uint64 // by Setup code
@@ -301,14 +301,6 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			continue
 		}
 		s.Counters.SetupRequests.Add(1)
-		if ok, first := s.limit.allow(from.Addr(), time.Now()); !ok {
-			s.Counters.SetupRateLimited.Add(1)
-			if first {
-				s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
-					"rate_per_s", s.limit.rate, "burst", s.limit.burst)
-			}
-			continue
-		}
 		s.handleSetup(c, buf[:n], from)
 	}
 }
@@ -322,6 +314,18 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 		s.Counters.SetupInvalid.Add(1)
 		s.countInvalid(err)
 		s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+		return
+	}
+	// The per-source limit counts well-formed requests only: what is not
+	// one costs no more than the decode above, and junk from a source
+	// must not use up the tokens of a real client behind the same address.
+	// It comes before anything costly (HMAC checks, a socket).
+	if ok, first := s.limit.allow(from.Addr(), time.Now()); !ok {
+		s.Counters.SetupRateLimited.Add(1)
+		if first {
+			s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
+				"rate_per_s", s.limit.rate, "burst", s.limit.burst)
+		}
 		return
 	}
 	now := s.now()
