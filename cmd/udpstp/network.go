@@ -137,11 +137,26 @@ func (n *engineNet) logBuffers(s *engine.Socket, requested int) {
 
 func (n *engineNet) RunDataPhase(sock control.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) control.DataPhase {
 	dp := n.runDataPhase(sock.(*engine.Socket), core, onEvent)
-	if n.showErrors {
-		go n.logSocketErrors(sock.(*engine.Socket), dp)
+	if !n.showErrors {
+		return dp
 	}
-	return dp
+	r := &reportingDataPhase{statsDataPhase: dp, done: make(chan struct{})}
+	go func() {
+		<-dp.Done()
+		n.logSocketErrors(sock.(*engine.Socket), dp)
+		close(r.done)
+	}()
+	return r
 }
+
+// reportingDataPhase ends (Done) only once its socket's errors are logged,
+// so a client that exits when its Data Phases are done has written them.
+type reportingDataPhase struct {
+	statsDataPhase
+	done chan struct{}
+}
+
+func (r *reportingDataPhase) Done() <-chan struct{} { return r.done }
 
 // statsDataPhase is what both executors' handles offer.
 type statsDataPhase interface {
@@ -149,10 +164,9 @@ type statsDataPhase interface {
 	Stats() engine.ConnStats
 }
 
-// logSocketErrors waits for a Data Phase to end and logs its socket's
-// errors and overruns, if it had any (-e).
+// logSocketErrors logs an ended Data Phase's socket errors and overruns,
+// if it had any (-e).
 func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
-	<-dp.Done()
 	st := dp.Stats().Socket
 	if st.BackpressureEvents+st.ConnRefused+st.SocketErrors+st.GSORefusals == 0 {
 		return
