@@ -62,11 +62,9 @@ type ConnStats struct {
 // the core's next deadline or a datagram. It is the executor of a client,
 // and of every endpoint off Linux.
 type Conn struct {
-	sock    *Socket
-	core    Core
-	onEvent func(dataphase.Event)
-	log     *slog.Logger
-	wk      *Waker // nil if the eventfd could not be made: Stop then waits for a turn
+	coreState
+	log *slog.Logger
+	wk  *Waker // nil if the eventfd could not be made: Stop then waits for a turn
 
 	stopReq atomic.Bool
 	done    chan struct{}
@@ -76,17 +74,13 @@ type Conn struct {
 	// The Engine Thread's own state; the buffers are large arrays
 	// (dataphase.MaxPlan and dataphase.MaxRecv datagrams), allocated once
 	// with the Conn.
-	send         dataphase.SendBuffer
-	recv         dataphase.RecvBatch
-	fds          [1]waitFD
-	clk          turnClock
-	bp           backpressure // of this turn's sends
-	progress     *Progress
-	stopped      bool // core.Stop was called
-	readable     bool // read in the next turn
-	worked       bool // the last turn sent, read or reported something
-	endDelivered bool // an EvEnd went to onEvent
-	failed       bool // core.Fail was called: the loop ends even if the core does not
+	send     dataphase.SendBuffer
+	recv     dataphase.RecvBatch
+	fds      [1]waitFD
+	clk      turnClock
+	bp       backpressure // of this turn's sends
+	progress *Progress
+	readable bool // read in the next turn
 }
 
 // RunConn starts driving core over sock on a new Engine Thread and returns
@@ -109,7 +103,7 @@ func newConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.L
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &Conn{sock: sock, core: core, onEvent: onEvent, log: log, done: make(chan struct{}), readable: true}
+	c := &Conn{coreState: coreState{sock: sock, core: core, onEvent: onEvent}, log: log, done: make(chan struct{}), readable: true}
 	c.fds[0].sock = sock
 	wk, err := NewWaker()
 	if err != nil {
@@ -186,7 +180,7 @@ func (c *Conn) turn() (again bool) {
 		n, err := c.sock.SendBatch(&c.send)
 		pair = c.clk.now()
 		if err != nil {
-			c.fail(err)
+			c.fail(c.log, err)
 			return false
 		}
 		c.core.Sent(n, pair)
@@ -206,7 +200,7 @@ func (c *Conn) turn() (again bool) {
 		// dataphase.MaxRecv): a full one means more may be waiting.
 		c.readable = false
 		if err := c.sock.RecvBatch(&c.recv, maxReadsPerTurn); err != nil {
-			c.fail(err)
+			c.fail(c.log, err)
 			return false
 		}
 		if n := c.recv.N; n > 0 {
@@ -220,25 +214,6 @@ func (c *Conn) turn() (again bool) {
 
 	c.deliver()
 	return again
-}
-
-// fail retires the core after a socket error and delivers its last events.
-func (c *Conn) fail(err error) {
-	c.log.Error("engine: socket failure", "local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "err", err)
-	c.failed = true
-	c.core.Fail(err)
-	c.deliver()
-}
-
-// deliver hands the core's events to onEvent.
-func (c *Conn) deliver() {
-	for _, ev := range c.core.Events() {
-		c.worked = true
-		if ev.Kind == dataphase.EvEnd {
-			c.endDelivered = true
-		}
-		c.onEvent(ev)
-	}
 }
 
 // backpressure is what a Test Connection's last send attempt ran into. It
@@ -302,7 +277,7 @@ func (c *Conn) waitTurn() {
 	err := wait(c.fds[:], c.wk, dl, now)
 	c.wakeups.Add(1)
 	if err != nil {
-		c.fail(err)
+		c.fail(c.log, err)
 		return
 	}
 	if f.errored {

@@ -49,11 +49,9 @@ type poolSys struct {
 // PoolConn is a Test Connection run by a Pool. Its exported methods are
 // safe from any goroutine.
 type PoolConn struct {
+	coreState
 	hn       heapNode // the thread's deadline heap: when it next needs a turn
 	th       *poolThread
-	sock     *Socket
-	core     Core
-	onEvent  func(dataphase.Event)
 	fallback *Conn // set when no Engine Thread could take it: its own thread
 
 	stopQueued atomic.Bool
@@ -61,21 +59,17 @@ type PoolConn struct {
 	turns      atomic.Uint64
 
 	// The Engine Thread's state.
-	slot, gen    int32
-	readable     bool         // read at the next read phase
-	inReady      bool         // on the thread's ready list
-	wantOut      bool         // registered for EPOLLOUT after EAGAIN
-	bp           backpressure // of its last service that sent
-	notBefore    clock.Time   // the guard's bound from that service, 0: none
-	closing      bool         // Close was called on the socket
-	stopped      bool         // core.Stop was called
-	worked       bool         // its last service sent, read or reported something
-	endDelivered bool         // an EvEnd went to onEvent
-	failed       bool         // core.Fail was called
-	retired      bool         // off the thread; done is closed
-	rcvPayload   int64
-	lastRead     clock.Time // when a read last returned datagrams
-	cancelFd     int        // the thread's duplicate of the socket's close signal; -1: none
+	slot, gen  int32
+	readable   bool         // read at the next read phase
+	inReady    bool         // on the thread's ready list
+	wantOut    bool         // registered for EPOLLOUT after EAGAIN
+	bp         backpressure // of its last service that sent
+	notBefore  clock.Time   // the guard's bound from that service, 0: none
+	closing    bool         // Close was called on the socket
+	retired    bool         // off the thread; done is closed
+	rcvPayload int64
+	lastRead   clock.Time // when a read last returned datagrams
+	cancelFd   int        // the thread's duplicate of the socket's close signal; -1: none
 }
 
 func (c *PoolConn) node() *heapNode { return &c.hn }
@@ -142,7 +136,7 @@ func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolCo
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &PoolConn{sock: sock, core: core, onEvent: onEvent, done: make(chan struct{}), cancelFd: -1}
+	c := &PoolConn{coreState: coreState{sock: sock, core: core, onEvent: onEvent}, done: make(chan struct{}), cancelFd: -1}
 	c.hn.pos = -1
 	return c
 }
@@ -426,14 +420,14 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 		// Close was called on the socket: what the executor does next
 		// would fail with net.ErrClosed, and the socket may be gone
 		// before any read reports it.
-		t.fail(c, net.ErrClosed)
+		c.fail(t.log, net.ErrClosed)
 	case sends:
 		t.sendConn(c, begin)
 	default:
 		t.readConn(c)
 	}
 	if !c.failed {
-		t.deliver(c)
+		c.deliver()
 	}
 	if c.failed || c.core.Done() {
 		t.remove(c)
@@ -448,7 +442,7 @@ func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
 		n, err := c.sock.SendBatch(&t.send)
 		now = t.clk.now()
 		if err != nil {
-			t.fail(c, err)
+			c.fail(t.log, err)
 			return
 		}
 		c.core.Sent(n, now)
@@ -465,7 +459,7 @@ func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
 
 func (t *poolThread) readConn(c *PoolConn) {
 	if err := c.sock.RecvBatch(&t.recv, maxReadsPerTurn); err != nil {
-		t.fail(c, err)
+		c.fail(t.log, err)
 		return
 	}
 	n := t.recv.N
@@ -504,37 +498,13 @@ func (t *poolThread) reschedule(c *PoolConn, begin clock.Time, polled bool) {
 	t.heap.set(c, g)
 }
 
-// deliver hands c's events to its onEvent.
-func (t *poolThread) deliver(c *PoolConn) {
-	for _, ev := range c.core.Events() {
-		c.worked = true
-		if ev.Kind == dataphase.EvEnd {
-			c.endDelivered = true
-		}
-		c.onEvent(ev)
-	}
-}
-
-// fail retires c's core after a socket error and delivers its last
-// events.
-func (t *poolThread) fail(c *PoolConn, err error) {
-	t.log.Error("engine: socket failure", "local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "err", err)
-	c.failed = true
-	c.core.Fail(err)
-	t.deliver(c)
-}
-
 // retire ends c after a panic in its work: Fail with the panic as the
 // error, its events delivered, an EvEnd made up if that panics too; then
 // it leaves the thread.
 func (t *poolThread) retire(c *PoolConn, r any, stack []byte) {
-	err := fmt.Errorf("engine: panic: %v", r)
 	t.log.Error("engine: Test Connection retired after a panic",
 		"local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "panic", fmt.Sprint(r), "stack", string(stack))
-	c.failed = true
-	if protect(func() { c.core.Fail(err) }) {
-		protect(func() { t.deliver(c) })
-	}
+	c.abandon(fmt.Errorf("engine: panic: %v", r))
 	t.remove(c)
 }
 
@@ -552,7 +522,7 @@ func (t *poolThread) remove(c *PoolConn) {
 		if !c.failed {
 			t.log.Error("engine: core ended without EvEnd", "local", c.sock.LocalAddr(), "peer", c.sock.Peer())
 		}
-		endFailure(c)
+		c.ensureEnd()
 	}
 	if c.slot >= 0 && int(c.slot) < len(t.slots) && t.slots[c.slot] == c {
 		t.slots[c.slot] = nil
@@ -563,12 +533,6 @@ func (t *poolThread) remove(c *PoolConn) {
 	c.readable = false
 	t.load.Add(-1)
 	close(c.done)
-}
-
-// endFailure delivers a made-up EvEnd with EndFailure.
-func endFailure(c *PoolConn) {
-	c.endDelivered = true
-	protect(func() { c.onEvent(dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndFailure}) })
 }
 
 // takeCommands takes the queued new Test Connections and stops.
@@ -613,13 +577,7 @@ func (t *poolThread) finishQuit() {
 	t.adds = nil
 	t.cmdMu.Unlock()
 	for _, c := range late {
-		c.failed = true
-		if protect(func() { c.core.Fail(errPoolClosed) }) {
-			protect(func() { t.deliver(c) })
-		}
-		if !c.endDelivered {
-			endFailure(c)
-		}
+		c.abandon(errPoolClosed)
 		c.retired = true
 		t.load.Add(-1)
 		close(c.done)
@@ -651,7 +609,7 @@ func (t *poolThread) add(c *PoolConn) {
 	}
 	if err := t.epollAdd(c); err != nil {
 		t.heap.push(c, 0)
-		protect(func() { t.fail(c, err) })
+		protect(func() { c.fail(t.log, err) })
 		t.remove(c)
 		return
 	}
@@ -870,15 +828,7 @@ func (t *poolThread) die(r any, stack []byte) {
 			return
 		}
 		c.retired = true
-		if !c.failed {
-			c.failed = true
-			if protect(func() { c.core.Fail(err) }) {
-				protect(func() { t.deliver(c) })
-			}
-		}
-		if !c.endDelivered {
-			endFailure(c)
-		}
+		c.abandon(err)
 		protect(func() { t.epollDel(c) })
 		close(c.done)
 	}

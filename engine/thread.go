@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
-	"github.com/udpstp/udpstp/dataphase"
 )
 
 // yieldEvery is how often an Engine Thread passes through the Go
@@ -43,7 +42,7 @@ func (c *Conn) run() {
 		// Done without an EvEnd is a core bug; whoever waits for the end
 		// (Admission) must still hear of it.
 		c.log.Error("engine: core ended without EvEnd", "local", c.sock.LocalAddr(), "peer", c.sock.Peer())
-		c.endFailure()
+		c.ensureEnd()
 	}
 }
 
@@ -79,33 +78,9 @@ func (c *Conn) loop() {
 }
 
 // retire ends the core after a panic: Fail with the panic as the error,
-// and its events delivered; if that panics too, an EvEnd with EndFailure is
-// made up.
+// its events delivered, an EvEnd made up if that panics too.
 func (c *Conn) retire(r any, stack []byte) {
-	err := fmt.Errorf("engine: panic: %v", r)
 	c.log.Error("engine: Test Connection retired after a panic",
 		"local", c.sock.LocalAddr(), "peer", c.sock.Peer(), "panic", fmt.Sprint(r), "stack", string(stack))
-	if protect(func() { c.core.Fail(err) }) {
-		protect(c.deliver)
-	}
-	if !c.endDelivered {
-		c.endFailure()
-	}
-}
-
-// endFailure delivers a made-up EvEnd with EndFailure.
-func (c *Conn) endFailure() {
-	c.endDelivered = true
-	protect(func() { c.onEvent(dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndFailure}) })
-}
-
-// protect runs f and reports whether it returned without panicking.
-func protect(f func()) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	f()
-	return true
+	c.abandon(fmt.Errorf("engine: panic: %v", r))
 }
