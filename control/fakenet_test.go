@@ -124,6 +124,8 @@ type fakeNet struct {
 	started  []*dataphase.Conn
 	failOpen bool
 	wire     *fakeWire
+	// events are what every Data Phase it runs reports before it ends.
+	events []dataphase.Event
 }
 
 // fakeWire joins the sockets of one or more fakeNets.
@@ -196,6 +198,9 @@ func (n *fakeNet) RunDataPhase(sock Socket, core *dataphase.Conn, onEvent func(d
 	n.started = append(n.started, core)
 	n.mu.Unlock()
 	d := &fakeDP{done: make(chan struct{})}
+	for _, ev := range n.events {
+		onEvent(ev)
+	}
 	close(d.done)
 	return d
 }

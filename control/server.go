@@ -91,6 +91,8 @@ type Server struct {
 	wg     sync.WaitGroup
 	ended  chan struct{} // -1: closed when the first Test Connection ends
 	once   sync.Once
+	// oneTest is the ErrorStatus of that first Test Connection (-1).
+	oneTest atomic.Int32
 
 	now func() time.Time // the wall clock for authentication (tests replace it)
 }
@@ -448,6 +450,11 @@ func (s *Server) signResponse(resp []byte, pver uint16, authMode, keyID uint8, k
 // Data Phase and releases the Test Connection when it ends.
 func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	defer s.wg.Done()
+	// The Test Connection's ErrorStatus, kept as OB-UDPST keeps its
+	// endTimeStatus: an unspecified error (255) until the stop handshake
+	// completes, which declares success but keeps the last warning's code.
+	var status atomic.Int32
+	status.Store(statusUnspecified)
 	defer func() {
 		sc.sock.Close()
 		s.adm.release(sc.grant)
@@ -455,7 +462,10 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		delete(s.active, sc)
 		s.mu.Unlock()
 		if s.cfg.OneTest {
-			s.once.Do(func() { close(s.ended) })
+			s.once.Do(func() {
+				s.oneTest.Store(status.Load())
+				close(s.ended)
+			})
 		}
 	}()
 	legacy := req.ProtocolVer < AuthECNProtocolVer
@@ -480,7 +490,13 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
+			if ev.End == dataphase.EndStopped && status.Load() > maxWarningStatus {
+				status.Store(0)
+			}
 		case dataphase.EvWarning:
+			if ev.Code != 0 && ev.Code <= maxWarningStatus {
+				status.Store(int32(ev.Code))
+			}
 			// OB-UDPST's warnings show with -v; our own errors (a policed
 			// Load Sender, a socket failure) always do.
 			if s.cfg.Verbose || ev.Code == 0 {
@@ -521,6 +537,19 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	}
 	log.Info("test ended", "reason", r.String())
 }
+
+// OB-UDPST's ErrorStatus bounds: warnings are 1..49; 255 is an
+// unspecified error.
+const (
+	maxWarningStatus  = 49
+	statusUnspecified = 255
+)
+
+// OneTestStatus is the ErrorStatus of the Test Connection that ended a -1
+// (OneTest) server, which OB-UDPST makes its exit status: 0 when it ended
+// with the stop handshake, the last warning's code (1..49) if it warned,
+// 255 if it ended otherwise or never started. It is 0 before then.
+func (s *Server) OneTestStatus() int { return int(s.oneTest.Load()) }
 
 func direction(c *dataphase.Conn) string {
 	if c.LoadSender() {

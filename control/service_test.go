@@ -260,3 +260,49 @@ func TestConnLogLimit(t *testing.T) {
 		t.Errorf("%d lines, the last %q; want %d and a suppression line", len(lines), lines[len(lines)-1], dataphase.MaxWarnings+1)
 	}
 }
+
+// TestOneTestStatus: a -1 server ends after its first Test Connection
+// with that connection's ErrorStatus, kept as OB-UDPST keeps endTimeStatus.
+func TestOneTestStatus(t *testing.T) {
+	warn := dataphase.Event{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"}
+	end := func(r dataphase.EndReason) dataphase.Event { return dataphase.Event{Kind: dataphase.EvEnd, End: r} }
+	for _, tc := range []struct {
+		name   string
+		events []dataphase.Event
+		want   int
+	}{
+		{"stop handshake", []dataphase.Event{end(dataphase.EndStopped)}, 0},
+		{"warned, then stopped", []dataphase.Event{warn, end(dataphase.EndStopped)}, 2},
+		{"watchdog", []dataphase.Event{end(dataphase.EndWatchdog)}, 255},
+		{"warned, then watchdog", []dataphase.Event{warn, end(dataphase.EndWatchdog)}, 2},
+		{"socket failure", []dataphase.Event{end(dataphase.EndFailure)}, 255},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newFakeWire()
+			cfg := DefaultServerConfig()
+			cfg.BindAddrs = []string{"127.0.0.1"}
+			cfg.OneTest = true
+			s, err := NewServer(cfg, &fakeNet{wire: w, events: tc.events}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { s.Serve(context.Background()); close(done) }()
+			ccfg := testClientConfig()
+			cc, err := Activate(context.Background(), &fakeNet{wire: w, next: 50000}, &ccfg,
+				ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 77, func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Sock.Close()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a -1 server still serves after its Test Connection ended")
+			}
+			if got := s.OneTestStatus(); got != tc.want {
+				t.Errorf("OneTestStatus = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -543,3 +543,47 @@ func TestShowErrors(t *testing.T) {
 		t.Errorf("no socket error report on stderr:\n%s", stderr.String())
 	}
 }
+
+// TestOneTestServerExit: a -1 server ends after its Test Connection with
+// that connection's ErrorStatus as its exit status, as OB-UDPST's does: 0
+// after a completed test, not 0 when the client vanished mid-test.
+func TestOneTestServerExit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kill bool
+	}{{"completed", false}, {"client killed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e2e(t)
+			port := freePort(t, "127.0.0.1")
+			srv := spawnServer(t, udpstpBin, "server", "-1", "-p", fmt.Sprint(port), "127.0.0.1")
+			exited := make(chan struct{})
+			go func() { srv.cmd.Wait(); close(exited) }()
+			if tc.kill {
+				cmd := exec.Command(udpstpBin, "client", "-d", "-t", "10", "-p", fmt.Sprint(port), "127.0.0.1")
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * time.Second)
+				cmd.Process.Kill()
+				cmd.Wait()
+			} else {
+				r, code, out := ourClient(t, "-d", "-t", "5", "-p", fmt.Sprint(port), "127.0.0.1")
+				checkComplete(t, r, code, out, 5)
+			}
+			select {
+			case <-exited:
+			case <-time.After(8 * time.Second):
+				srv.cmd.Process.Kill()
+				<-exited
+				t.Fatalf("a -1 server still runs after its test:\n%s", srv.log())
+			}
+			code := srv.cmd.ProcessState.ExitCode()
+			if tc.kill && code == 0 {
+				t.Errorf("exit status 0 after the client vanished:\n%s", srv.log())
+			}
+			if !tc.kill && code != 0 {
+				t.Errorf("exit status %d after a completed test:\n%s", code, srv.log())
+			}
+		})
+	}
+}

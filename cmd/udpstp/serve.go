@@ -149,6 +149,12 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 		return cli.Exit("ERROR: "+err.Error(), 1)
 	}
 	log.Info("udpstp server stopped")
+	if cfg.OneTest {
+		// -1: the test's ErrorStatus is the exit status, as OB-UDPST's.
+		if st := srv.OneTestStatus(); st != 0 {
+			return cli.Exit("", st)
+		}
+	}
 	return nil
 }
 
@@ -187,17 +193,13 @@ func reloadKeys(srv *control.Server, so serviceOptions, nt *notifier, log *slog.
 	}
 	nt.reloading()
 	defer nt.reloaded()
-	file, err := control.LoadKeyFile(so.KeyFile)
-	var keys *control.ServerKeys
-	if err == nil {
-		keys, err = control.NewServerKeys(so.AuthKey, file)
-	}
+	keys, err := readServerKeys(so.AuthKey, so.KeyFile)
 	if err != nil {
 		log.Error("key file not reloaded; the keys in use stay", "option", opt("key-file").String(), "err", err)
 		return
 	}
 	srv.SetKeys(keys)
-	log.Info("key file reloaded", "file", so.KeyFile, "keys", file.Len())
+	log.Info("key file reloaded", "file", so.KeyFile, "keys", keys.File.Len())
 }
 
 // statsHeader is the fixed part of every -G file.
