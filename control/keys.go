@@ -52,7 +52,7 @@ func ValidateKey(key string) error {
 	case key == "":
 		return errors.New("authentication key is empty")
 	case len(key) > MaxKeyLen:
-		return fmt.Errorf("authentication key longer than %d characters", MaxKeyLen)
+		return fmt.Errorf("authentication key exceeds %d characters", MaxKeyLen)
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ func TestClientKey(t *testing.T) {
 		{"-a -y 255", "secret", nil, 255, true, "secret", 255, ""},
 		{"-a -y 256", "secret", nil, 256, true, "", 0, "out of range"},
 		{"-a -y -1", "secret", nil, -1, true, "", 0, "out of range"},
-		{"-a too long", strings.Repeat("s", 65), nil, 0, false, "", 0, "longer than 64"},
+		{"-a too long", strings.Repeat("s", 65), nil, 0, false, "", 0, "exceeds 64"},
 		{"-a and -K", "secret", multi, 0, false, "", 0, "mutually exclusive"},
 		{"-K single entry, no -y", "", one, 0, false, "only", 9, ""},
 		{"-K single entry, -y matches", "", one, 9, true, "only", 9, ""},

@@ -410,18 +410,17 @@ func family(v optionValues) (control.Family, error) {
 	return control.FamilyAny, nil
 }
 
-// checkAuthKey applies OB-UDPST's limit on -a, and refuses an empty key,
-// which OB-UDPST would silently treat as no authentication.
+// checkAuthKey applies control.ValidateKey to -a: OB-UDPST's length limit,
+// and an empty key refused, which OB-UDPST would silently treat as no
+// authentication. The message keeps OB-UDPST's capitalised wording
+// ("ERROR: Authentication key exceeds 64 characters").
 func checkAuthKey(v optionValues) error {
 	if !v.set("auth-key") {
 		return nil
 	}
-	key := v.text("auth-key")
-	switch {
-	case key == "":
-		return configError("ERROR: Authentication key is empty (%s)", opt("auth-key"))
-	case len(key) > control.MaxKeyLen:
-		return configError("ERROR: Authentication key exceeds %d characters (%s)", control.MaxKeyLen, opt("auth-key"))
+	if err := control.ValidateKey(v.text("auth-key")); err != nil {
+		msg := err.Error()
+		return configError("ERROR: %s%s (%s)", strings.ToUpper(msg[:1]), msg[1:], opt("auth-key"))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package main
 // parameters; client-only options are refused with OB-UDPST's message.
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -134,18 +135,40 @@ func serverOptions(v optionValues, cfg *control.ServerConfig) (err error) {
 
 // serverKeys sets the keys from -a and -K, which a server may combine:
 // a request's key ID picks the file entry, the -a key is the fallback.
+// A key file that does not load exits with status 51, as in OB-UDPST.
 func serverKeys(v optionValues, cfg *control.ServerConfig) error {
 	if !v.set("auth-key") && !v.set("key-file") {
 		return nil // no authentication, as control.DefaultServerConfig
 	}
-	file, err := loadKeyFile(v)
-	if err != nil {
-		return err
-	}
-	keys, err := control.NewServerKeys(v.text("auth-key"), file)
-	if err != nil {
+	keys, err := readServerKeys(v.text("auth-key"), v.text("key-file"))
+	var kf *keyFileError
+	switch {
+	case errors.As(err, &kf):
+		return cli.Exit("ERROR: "+kf.Error(), exitKeyFile)
+	case err != nil:
 		return configError("ERROR: %v (%s)", err, opt("auth-key"))
 	}
 	cfg.Keys = keys
 	return nil
 }
+
+// readServerKeys builds the server's keys from the -a key and the -K file
+// (either may be empty). Start-up and SIGHUP both read keys through it;
+// a file that does not load is a *keyFileError.
+func readServerKeys(authKey, keyFile string) (*control.ServerKeys, error) {
+	var file *control.KeyFile
+	if keyFile != "" {
+		f, err := control.LoadKeyFile(keyFile)
+		if err != nil {
+			return nil, &keyFileError{err}
+		}
+		file = f
+	}
+	return control.NewServerKeys(authKey, file)
+}
+
+// keyFileError is a key file that did not load.
+type keyFileError struct{ err error }
+
+func (e *keyFileError) Error() string { return e.err.Error() }
+func (e *keyFileError) Unwrap() error { return e.err }
