@@ -87,6 +87,10 @@ type Result struct {
 	RcvbufErrsGen int64 // receive buffer overflows in the client namespace
 	RcvbufErrsSrv int64 // and in the server namespace
 	Notes         []string
+
+	// Floor marks the sending floor's row (SendFloor): no protocol, so
+	// no Skipped Bursts, send lag or generator figures.
+	Floor bool
 }
 
 // Share returns the delivered share of the plan in percent.
@@ -164,15 +168,21 @@ func procSched(pid int) (cpu, runq time.Duration, wakeups int64) {
 			runq += time.Duration(wait)
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status")); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-					wakeups += n
-				}
-			}
+			wakeups += parseVoluntary(string(b))
 		}
 	}
 	return cpu, runq, wakeups
+}
+
+// parseVoluntary returns voluntary_ctxt_switches from a task's status file.
+func parseVoluntary(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // rcvbufErrors reads Udp RcvbufErrors of namespace ns.
@@ -636,9 +646,13 @@ func Table(rs []*Result) string {
 		if r.ServerRunq > 0.05 {
 			notes = append(notes, fmt.Sprintf("server waited for its CPU %.0f ms/s", 1000*r.ServerRunq))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %d / %d | %.3f | %.0f | %.2f | %.2f | %s |\n",
-			r.Server, dir, r.N, r.Share(), sk, r.LagP50.Microseconds(), r.LagP99.Microseconds(),
-			r.ServerCPU, r.ServerWakeups, r.GenCPU, r.OtherCPU, strings.Join(notes, "; "))
+		lag, gen := fmt.Sprintf("%d / %d", r.LagP50.Microseconds(), r.LagP99.Microseconds()), fmt.Sprintf("%.2f", r.GenCPU)
+		if r.Floor {
+			lag, gen = "n/a", "n/a"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %.3f | %.0f | %s | %.2f | %s |\n",
+			r.Server, dir, r.N, r.Share(), sk, lag,
+			r.ServerCPU, r.ServerWakeups, gen, r.OtherCPU, strings.Join(notes, "; "))
 	}
 	return b.String()
 }

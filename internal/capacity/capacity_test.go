@@ -123,6 +123,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 		b.Skip("cannot pin the load generator: ", err)
 	}
 	defer PinSelf(allCPUs()...)
+	steered := steer(b, lab)
 	reps := envInt(b, "CAPACITY_REPEAT", 1)
 	genGroup := 100 * time.Microsecond
 	if v := os.Getenv("CAPACITY_GEN_GROUP"); v != "" {
@@ -132,6 +133,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 		}
 		genGroup = d
 	}
+	floor := os.Getenv("CAPACITY_FLOOR") != "0"
 	tmp := b.TempDir()
 	type key struct {
 		server string
@@ -163,6 +165,19 @@ func BenchmarkServerCapacity(b *testing.B) {
 					}
 					runs[k] = append(runs[k], r)
 				}
+				if dir == "down" && floor {
+					k := key{"raw floor", dir, n}
+					f, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1)
+					if err != nil {
+						b.Logf("raw floor N=%d: %v", n, err)
+						continue
+					}
+					b.Logf("run %d: raw floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d", rep+1, n, f.CPU, f.Wakeups, f.Sent, f.Got)
+					if _, ok := runs[k]; !ok {
+						order = append(order, k)
+					}
+					runs[k] = append(runs[k], f.Result())
+				}
 			}
 		}
 	}
@@ -171,7 +186,11 @@ func BenchmarkServerCapacity(b *testing.B) {
 		rs = append(rs, Median(runs[k]))
 	}
 	table := Table(rs)
-	fmt.Printf("\nServer-capacity check (%s, server on CPU 0, generator on CPU 1, %d s tests, row 4):\n\n%s\n", lab, secs, table)
+	steering := "no steering: the router's forwarding runs in the sender's context"
+	if steered {
+		steering = "the router's receive steered to CPU 1"
+	}
+	fmt.Printf("\nServer-capacity check (%s, server on CPU 0, generator on CPU 1, %s, %d s tests, row 4):\n\n%s\n", lab, steering, secs, table)
 	if f := os.Getenv("CAPACITY_OUT"); f != "" {
 		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
 			b.Error(err)
@@ -245,4 +264,38 @@ func BenchmarkThroughput(b *testing.B) {
 		sep += "---:|"
 	}
 	fmt.Printf("\nSingle-connection throughput, Mbit/s at the IP layer (raw: received, and accepted by the sender):\n\n%s\n%s\n%s\n\n", head, sep, strings.Join(rows, "\n"))
+}
+
+// BenchmarkSendFloor is the sending floor of the capacity check (see
+// SendFloor): for each N, the CPU that N sockets' datagrams cost a sender
+// that does nothing else, in the same lab with the same pinning.
+func BenchmarkSendFloor(b *testing.B) {
+	if runtime.NumCPU() < 2 {
+		b.Skip("the floor pins its sender and receiver to two different CPUs: this machine has 1")
+	}
+	lab := labOrSkip(b, netlab.Config{})
+	steer(b, lab)
+	secs := envInt(b, "CAPACITY_SECONDS", 10)
+	for _, n := range envInts(b, "CAPACITY_N", "1,40,80,120,160,200") {
+		r, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d", n, r.CPU, r.Wakeups, r.Sent, r.Got)
+	}
+}
+
+// steer makes the lab's router do its receive work on the generator's
+// CPU (netlab.Lab.SteerRouter) when CAPACITY_STEER=1. Off by default: the
+// issue's reference figures for OB-UDPST were taken without it, and with
+// it the generator's CPU carries all the forwarding and limits the check
+// from about 120 Test Connections.
+func steer(b *testing.B, lab *netlab.Lab) bool {
+	if os.Getenv("CAPACITY_STEER") != "1" {
+		return false
+	}
+	if err := lab.SteerRouter(1); err != nil {
+		b.Fatal(err)
+	}
+	return true
 }

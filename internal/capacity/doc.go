@@ -49,6 +49,13 @@
 //   - wake-ups per second: the server's voluntary context switches;
 //   - generator CPU, and receive buffer overflows in both namespaces.
 //
+// Downstream the check also runs the sending floor (SendFloor, row "raw
+// floor"): N connected sockets in the server namespace and one thread on
+// the server's CPU that wakes once a millisecond and gives each socket its
+// datagram with one sendmmsg call, with no protocol at all. No server can
+// send the same datagrams for less, so its CPU is what the kernel alone
+// charges for them: a CPU target below it cannot be met on that machine.
+//
 // Settings (environment): UDPST_BIN adds OB-UDPST's server side by side;
 // UDPSTP_BIN names the udpstp binary (default: built into a temporary
 // directory); CAPACITY_N (default "1,40,80,120,160,200"); CAPACITY_SECONDS
@@ -61,7 +68,14 @@
 // (default 100us: the generator then sends in fewer, larger turns, which
 // lets its one CPU carry more Test Connections; it costs the schedule up
 // to 100 µs, far inside the 1 ms catch-up budget); CAPACITY_OUT, a file
-// the Markdown table is also written to.
+// the Markdown table is also written to; CAPACITY_FLOOR=0 leaves the
+// floor out; CAPACITY_STEER=1 steers the router's receive work to the
+// generator's CPU (netlab.Lab.SteerRouter), so that the forwarding of
+// what the server sends no longer runs in its context. Steering is off by
+// default: on a VM it trades that forwarding for an inter-processor
+// interrupt per datagram sent at its own moment, and the generator's CPU,
+// carrying all the forwarding, then limits the check from about 120 Test
+// Connections. BenchmarkSendFloor runs the floor alone.
 //
 // # The throughput comparison
 //

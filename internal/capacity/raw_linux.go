@@ -98,25 +98,7 @@ func RawThroughput(lab *netlab.Lab, payload int, gso, upstream bool, d time.Dura
 		defer wg.Done()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		const n = 64
-		var bufs [n][64]byte
-		var iovs [n]unix.Iovec
-		var msgs [n]unix.Mmsghdr
-		for i := range msgs {
-			iovs[i].Base = &bufs[i][0]
-			iovs[i].SetLen(len(bufs[i]))
-			msgs[i].Hdr.Iov = &iovs[i]
-			msgs[i].Hdr.SetIovlen(1)
-		}
-		var c int64
-		for !stop.Load() {
-			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(rx), uintptr(unsafe.Pointer(&msgs[0])), n,
-				unix.MSG_TRUNC|unix.MSG_WAITFORONE, 0, 0)
-			if e == 0 {
-				c += int64(r)
-			}
-		}
-		got.Store(c)
+		got.Store(rawReceive(rx, &stop))
 	}()
 	start := time.Now()
 	go func() { // sender
@@ -137,6 +119,31 @@ func RawThroughput(lab *netlab.Lab, payload int, gso, upstream bool, d time.Dura
 	stop.Store(true)
 	wg.Wait()
 	return RawResult{TxPkts: sent.Load(), RxPkts: got.Load(), Payload: payload, Elapsed: el}, nil
+}
+
+// rawReceive reads fd (blocking, with a receive timeout so that it sees
+// stop) until stop is set, 64 datagrams per recvmmsg, header-only, and
+// returns how many it read.
+func rawReceive(fd int, stop *atomic.Bool) int64 {
+	const n = 64
+	var bufs [n][64]byte
+	var iovs [n]unix.Iovec
+	var msgs [n]unix.Mmsghdr
+	for i := range msgs {
+		iovs[i].Base = &bufs[i][0]
+		iovs[i].SetLen(len(bufs[i]))
+		msgs[i].Hdr.Iov = &iovs[i]
+		msgs[i].Hdr.SetIovlen(1)
+	}
+	var c int64
+	for !stop.Load() {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), n,
+			unix.MSG_TRUNC|unix.MSG_WAITFORONE, 0, 0)
+		if e == 0 {
+			c += int64(r)
+		}
+	}
+	return c
 }
 
 // rawSender returns a function that sends one batch and reports how many
