@@ -52,9 +52,10 @@
 // Downstream the check also runs the sending floor (SendFloor, row "raw
 // floor"): N connected sockets in the server namespace and one thread on
 // the server's CPU that wakes once a millisecond and gives each socket its
-// datagram with one sendmmsg call, with no protocol at all. No server can
-// send the same datagrams for less, so its CPU is what the kernel alone
-// charges for them: a CPU target below it cannot be met on that machine.
+// datagram with one sendmmsg call, with no protocol at all. No server with
+// a socket per Test Connection can send the same datagrams for less, so
+// its CPU is what the kernel alone charges for them: a CPU target below it
+// cannot be met on that machine.
 //
 // Settings (environment): UDPST_BIN adds OB-UDPST's server side by side;
 // UDPSTP_BIN names the udpstp binary (default: built into a temporary

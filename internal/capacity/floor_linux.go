@@ -21,8 +21,8 @@ import (
 // each socket one payload-byte datagram with one sendmmsg call, as a Load
 // Sender must (sendmmsg takes one socket, and one datagram is due per
 // socket). It builds no PDU, keeps no schedule per connection and wakes
-// 1,000 times a second however many sockets it serves: no real server
-// can send the same datagrams for less. A receiver in the client
+// 1,000 times a second however many sockets it serves: no server with a
+// socket per Test Connection can send the same datagrams for less. A receiver in the client
 // namespace, pinned to the generator's CPU, reads them header-only.
 
 // FloorResult is what a floor run measured.
