@@ -144,16 +144,9 @@ func machineBusy() time.Duration {
 	return time.Duration(busy) * time.Second / 100 // USER_HZ
 }
 
-// procUsage returns the time on a CPU of every thread of process pid (self
-// for 0), and their voluntary context switches (each one a sleep, so a
-// wake-up follows it).
-func procUsage(pid int) (cpu time.Duration, wakeups int64) {
-	cpu, _, wakeups = procSched(pid)
-	return cpu, wakeups
-}
-
-// procSched is procUsage with the time the threads waited runnable for a
-// CPU.
+// procSched returns, summed over every thread of process pid (self for
+// 0), the time on a CPU, the time spent waiting runnable for one, and the
+// voluntary context switches (each one a sleep, so a wake-up follows it).
 func procSched(pid int) (cpu, runq time.Duration, wakeups int64) {
 	dir := "/proc/self/task"
 	if pid > 0 {
@@ -161,15 +154,22 @@ func procSched(pid int) (cpu, runq time.Duration, wakeups int64) {
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat")); err == nil {
-			var run, wait int64
-			fmt.Sscan(string(b), &run, &wait)
-			cpu += time.Duration(run)
-			runq += time.Duration(wait)
-		}
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status")); err == nil {
-			wakeups += parseVoluntary(string(b))
-		}
+		c, q, w := taskSched(filepath.Join(dir, e.Name()))
+		cpu, runq, wakeups = cpu+c, runq+q, wakeups+w
+	}
+	return cpu, runq, wakeups
+}
+
+// taskSched reads one thread's /proc task directory: its schedstat (time
+// on a CPU, time waiting for one) and its voluntary context switches.
+func taskSched(dir string) (cpu, runq time.Duration, wakeups int64) {
+	if b, err := os.ReadFile(filepath.Join(dir, "schedstat")); err == nil {
+		var run, wait int64
+		fmt.Sscan(string(b), &run, &wait)
+		cpu, runq = time.Duration(run), time.Duration(wait)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
+		wakeups = parseVoluntary(string(b))
 	}
 	return cpu, runq, wakeups
 }
@@ -495,12 +495,12 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	}
 	time.Sleep(time.Until(from))
 	sc0, sq0, sw0 := procSched(srv.pid())
-	gc0, _ := procUsage(0)
+	gc0, _, _ := procSched(0)
 	mb0 := machineBusy()
 	t0 := time.Now()
 	time.Sleep(time.Until(to))
 	sc1, sq1, sw1 := procSched(srv.pid())
-	gc1, _ := procUsage(0)
+	gc1, _, _ := procSched(0)
 	mb1 := machineBusy()
 	r.Window = time.Since(t0)
 	sec := r.Window.Seconds()
@@ -670,7 +670,7 @@ func ClientMax(ctx context.Context, lab *netlab.Lab, s Server, port int, upstrea
 		// it still does).
 		mtuArgs = []string{"-j", "-T"}
 	}
-	srv, err := startServer(lab, Server{Name: s.Name, Bin: s.Bin, Kind: s.Kind, Env: s.Env}, port, -1, tmp, mtuArgs...)
+	srv, err := startServer(lab, s, port, -1, tmp, mtuArgs...)
 	if err != nil {
 		return 0, err
 	}

@@ -142,13 +142,18 @@ func BenchmarkServerCapacity(b *testing.B) {
 	}
 	runs := map[key][]*Result{}
 	var order []key
+	record := func(k key, r *Result) {
+		if _, ok := runs[k]; !ok {
+			order = append(order, k)
+		}
+		runs[k] = append(runs[k], r)
+	}
 	for rep := range reps {
 		for _, dir := range dirs {
 			for _, n := range ns {
 				// The servers take turns at each N, so a change in the
 				// machine's background load falls on all of them alike.
 				for _, s := range srvs {
-					k := key{s.Name, dir, n}
 					cfg := CheckConfig{Lab: lab, Server: s, N: n, Upstream: dir == "up", Seconds: secs, ServerCPU: 0, Port: port()}
 					if cfg.Upstream {
 						cfg.GenGroup = genGroup
@@ -160,23 +165,16 @@ func BenchmarkServerCapacity(b *testing.B) {
 					}
 					b.Logf("run %d: %s %s N=%d: delivered %.2f%%, skipped %d, lag p50 %v p99 %v, server CPU %.3f (waited %.3f), %.0f wake-ups/s, generator CPU %.2f, other %.2f %v",
 						rep+1, s.Name, dir, n, r.Share(), r.SkippedBursts, r.LagP50, r.LagP99, r.ServerCPU, r.ServerRunq, r.ServerWakeups, r.GenCPU, r.OtherCPU, r.Notes)
-					if _, ok := runs[k]; !ok {
-						order = append(order, k)
-					}
-					runs[k] = append(runs[k], r)
+					record(key{s.Name, dir, n}, r)
 				}
 				if dir == "down" && floor {
-					k := key{"raw floor", dir, n}
 					f, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1)
 					if err != nil {
 						b.Logf("raw floor N=%d: %v", n, err)
 						continue
 					}
 					b.Logf("run %d: raw floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d", rep+1, n, f.CPU, f.Wakeups, f.Sent, f.Got)
-					if _, ok := runs[k]; !ok {
-						order = append(order, k)
-					}
-					runs[k] = append(runs[k], f.Result())
+					record(key{"raw floor", dir, n}, f.Result())
 				}
 			}
 		}

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,7 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 			msg[0].Hdr.SetIovlen(1)
 			tid := unix.Gettid()
 			read := func() usage {
-				c, _, w := threadSched(tid)
+				c, _, w := taskSched(fmt.Sprintf("/proc/self/task/%d", tid))
 				return usage{c, w, time.Now()}
 			}
 			var ts unix.Timespec
@@ -161,18 +160,4 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 	res.CPU = (u1.cpu - u0.cpu).Seconds() / secs
 	res.Wakeups = float64(u1.wakeups-u0.wakeups) / secs
 	return res, nil
-}
-
-// threadSched reads one thread of this process: its time on a CPU, its
-// time waiting runnable and its voluntary context switches.
-func threadSched(tid int) (cpu, runq time.Duration, wakeups int64) {
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid)); err == nil {
-		var run, wait int64
-		fmt.Sscan(string(b), &run, &wait)
-		cpu, runq = time.Duration(run), time.Duration(wait)
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid)); err == nil {
-		wakeups = parseVoluntary(string(b))
-	}
-	return cpu, runq, wakeups
 }
