@@ -1,5 +1,7 @@
 package dataphase
 
+import "github.com/udpstp/udpstp/clock"
+
 // The Load Receiver's statistics, kept exactly as OB-UDPST 9.0.0 keeps them
 // (measurement.md 3, wire.md 6.6 and 7), because its peer's rate adjustment
 // and every reported figure depend on them.
@@ -149,7 +151,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	}
 
 	// RTT, on this host's clock alone: our Status PDU's send time came back.
-	echo := int64(h.SpduTimeSec)*1e9 + int64(h.SpduTimeNsec)
+	echo := clock.Join(h.SpduTimeSec, h.SpduTimeNsec)
 	if echo != r.lastEcho {
 		r.lastEcho = echo
 		raw := roundMs(rxWall - echo)
@@ -178,7 +180,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	}
 
 	// One-way delay variation against the running minimum.
-	delta := roundMs(rxWall - (int64(h.LpduTimeSec)*1e9 + int64(h.LpduTimeNsec)))
+	delta := roundMs(rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec))
 	d32 := clampInt32(delta)
 	if !r.clockDeltaSet {
 		r.clockDeltaMin, r.clockDeltaSet = d32, true
@@ -255,7 +257,7 @@ func (r *receiver) buildStatus(s *StatusPDU, nowWall int64) {
 	if r.trial.delayMinUpd {
 		s.DelayMinUpd = 1
 	}
-	s.SpduTimeSec, s.SpduTimeNsec = uint32(nowWall/1e9), uint32(nowWall%1e9)
+	s.SpduTimeSec, s.SpduTimeNsec = clock.Split(nowWall)
 	if r.ceOn {
 		s.TiRxCECount = r.trial.ce
 		s.SisSavCECount = r.savedCE
