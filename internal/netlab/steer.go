@@ -32,9 +32,8 @@ func (l *Lab) SteerRouter(cpus ...int) error {
 	}
 	// `ip netns exec` mounts the router namespace's own sysfs, where
 	// its devices' queues are.
-	out, err := l.Command(l.RouterNS, "sh", "-c", strings.Join(cmds, " && ")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("netlab: steer router receive to CPUs %v: %v: %s", cpus, err, strings.TrimSpace(string(out)))
+	if _, err := run(nil, l.tools.ip, "netns", "exec", l.RouterNS, "sh", "-c", strings.Join(cmds, " && ")); err != nil {
+		return fmt.Errorf("netlab: steer router receive to CPUs %v: %w", cpus, err)
 	}
 	return nil
 }
