@@ -317,18 +317,18 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 		c.action = ActionStop2
 	}
 	c.trafficCheck(now.Mono)
-	hs := hdrState{
-		action:     c.action,
-		spduSeqErr: c.spduSeqErr,
-		echoSec:    c.echoSec,
-		echoNsec:   c.echoNsec,
-		respDelay:  c.respDelay(now.Mono),
+	h := LoadHeader{
+		TestAction:   c.action,
+		SpduSeqErr:   c.spduSeqErr,
+		SpduTimeSec:  c.echoSec,
+		SpduTimeNsec: c.echoNsec,
+		RTTRespDelay: c.respDelay(now.Mono),
 	}
 	if c.rxStopped {
-		hs.rxStopped = 1
+		h.RxStopped = 1
 	}
-	hs.wallSec, hs.wallNsec = clock.Split(now.Wall)
-	n := c.snd.write(b, bu, &hs)
+	h.LpduTimeSec, h.LpduTimeNsec = clock.Split(now.Wall)
+	n := c.snd.write(b, bu, &h)
 	if c.confirm {
 		c.confirm = false
 		c.end(c.closeReason)

@@ -232,38 +232,27 @@ func (s *sender) size(field uint32) uint16 {
 	return uint16(min(max(v, LoadHeaderLen), MaxJumboPayload))
 }
 
-// hdrState is what every Load PDU of one write carries besides its own
-// sequence number and size.
-type hdrState struct {
-	action     uint8
-	rxStopped  uint8
-	spduSeqErr uint16
-	echoSec    uint32
-	echoNsec   uint32
-	respDelay  uint16
-	wallSec    uint32
-	wallNsec   uint32
-}
-
 // write puts the deferred datagrams (with fresh timestamps) and then the new
-// Burst into buf, and remembers the plan. It returns the number written.
-func (s *sender) write(buf *SendBuffer, b burst, hs *hdrState) int {
+// Burst into buf, and remembers the plan. h carries what every Load PDU of
+// the plan shares; write sets each one's SeqNo and UDPPayload. It returns
+// the number written.
+func (s *sender) write(buf *SendBuffer, b burst, h *LoadHeader) int {
 	n := 0
 	for i := 0; i < s.deferN; i++ {
 		d := s.deferred[i]
-		s.put(buf, n, d.seq, d.len, hs)
+		s.put(buf, n, d.seq, d.len, h)
 		s.plan[n] = pendingDgram{seq: d.seq, len: d.len, older: true}
 		n++
 	}
 	s.deferN = 0
-	for i := 0; i < b.count() && n < MaxPlan; i++ {
+	for i, cnt := 0, b.count(); i < cnt && n < MaxPlan; i++ {
 		l := b.payload
 		if i == b.n {
 			l = b.addon
 		}
 		seq := s.nextSeq
 		s.nextSeq++
-		s.put(buf, n, seq, l, hs)
+		s.put(buf, n, seq, l, h)
 		s.plan[n] = pendingDgram{seq: seq, len: l}
 		n++
 		s.planned++
@@ -274,19 +263,8 @@ func (s *sender) write(buf *SendBuffer, b burst, hs *hdrState) int {
 	return n
 }
 
-func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, hs *hdrState) {
-	h := LoadHeader{
-		TestAction:   hs.action,
-		RxStopped:    hs.rxStopped,
-		SeqNo:        seq,
-		UDPPayload:   l,
-		SpduSeqErr:   hs.spduSeqErr,
-		SpduTimeSec:  hs.echoSec,
-		SpduTimeNsec: hs.echoNsec,
-		LpduTimeSec:  hs.wallSec,
-		LpduTimeNsec: hs.wallNsec,
-		RTTRespDelay: hs.respDelay,
-	}
+func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, h *LoadHeader) {
+	h.SeqNo, h.UDPPayload = seq, l
 	h.Encode(buf.slot(i))
 	buf.Dgrams[i] = OutDatagram{HdrLen: LoadHeaderLen, Len: l}
 }
