@@ -241,3 +241,30 @@ func TestLegacyClient(t *testing.T) {
 		t.Errorf("upstream response without row 0: %+v", got.Rate)
 	}
 }
+
+// TestJunkIsCheap keeps the server's drop of a flood cheap: a datagram that
+// is no Setup Request costs at most the decoder's error, and a request over
+// its source's rate costs no allocation at all.
+func TestJunkIsCheap(t *testing.T) {
+	cfg := DefaultServerConfig()
+	cfg.BindAddrs = []string{"127.0.0.1"}
+	s, err := NewServerWith(cfg, &fakeNet{}, slog.New(slog.DiscardHandler), ServerOptions{SetupRate: 0.001, SetupBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := netip.MustParseAddrPort("192.0.2.1:5")
+	limited := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1}).Encode(make([]byte, SetupLen))
+	s.handleSetup(s.ctl[0], limited, from) // the source's one token
+	for _, c := range []struct {
+		name string
+		b    []byte
+		max  float64
+	}{
+		{"wrong identifier", make([]byte, SetupLen), 1},
+		{"over the rate", limited, 0},
+	} {
+		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from) }); n > c.max {
+			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
+		}
+	}
+}

@@ -315,7 +315,11 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 		// Dropped without an answer, as OB-UDPST does.
 		s.Counters.SetupInvalid.Add(1)
 		s.countInvalid(err)
-		s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+		// A flood of junk ends here: build the log record only when it is
+		// written (its arguments alone would allocate per datagram).
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+		}
 		return
 	}
 	// The per-source limit counts well-formed requests only: what is not
@@ -587,7 +591,9 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		if err := ta.Decode(b, legacy); err != nil {
 			s.Counters.ActivationBad.Add(1)
 			s.countInvalid(err)
-			s.log.Debug("invalid test activation dropped", "from", from, "err", err)
+			if s.log.Enabled(context.Background(), slog.LevelDebug) {
+				s.log.Debug("invalid test activation dropped", "from", from, "err", err)
+			}
 			continue
 		}
 		s.Counters.ActivationRequests.Add(1)
@@ -694,11 +700,16 @@ func (s *Server) Peaks() (conns, downMbps, upMbps int) { return s.adm.peaks() }
 
 // countInvalid counts an invalid control PDU by what failed.
 func (s *Server) countInvalid(err error) {
-	var pe *dataphase.PDUError
-	switch {
-	case errors.As(err, &pe) && pe.Field == "length":
+	// The decoders return a *dataphase.PDUError as it is, never wrapped; a
+	// type assertion costs nothing where errors.As would allocate.
+	var field string
+	if pe, ok := err.(*dataphase.PDUError); ok {
+		field = pe.Field
+	}
+	switch field {
+	case "length":
 		s.Counters.InvalidSize.Add(1)
-	case errors.As(err, &pe) && pe.Field == "checkSum":
+	case "checkSum":
 		s.Counters.InvalidChecksum.Add(1)
 	default:
 		s.Counters.InvalidFormat.Add(1)
