@@ -175,13 +175,6 @@ func (c *Collector) CheckMinConnections() bool {
 	return true
 }
 
-// Active returns the number of active Test Connections.
-func (c *Collector) Active() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.active
-}
-
 // ErrorStatus returns OB-UDPST's ErrorStatus, also the exit status.
 func (c *Collector) ErrorStatus() int {
 	c.mu.Lock()
