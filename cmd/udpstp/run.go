@@ -25,12 +25,10 @@ type localOptions struct {
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
-var runServer = func(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
-	return cli.Exit("udpstp server: not implemented yet", 1)
-}
+var runServer = serve
 
 // runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
-var runClient = func(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int { return 255 }
+var runClient = runTest
 
 // signalContext is cancelled by SIGINT or SIGTERM, so that a test or a
 // server stops cleanly and reports instead of dying mid-write.

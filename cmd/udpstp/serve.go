@@ -19,8 +19,6 @@ import (
 	"github.com/udpstp/udpstp/report"
 )
 
-func init() { runServer = serve }
-
 // serve runs `udpstp server` until ctx ends (SIGINT, SIGTERM): the control
 // sockets answer Setup Requests and every accepted Test Connection gets its
 // Data Phase on the engine's executor. On the way it checks its files

@@ -17,8 +17,6 @@ import (
 	"github.com/udpstp/udpstp/report"
 )
 
-func init() { runClient = runTest }
-
 // clientTest is one run of `udpstp client`: its Test Connections, the
 // events their Engine Threads hand over, and the report.
 type clientTest struct {
