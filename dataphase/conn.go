@@ -360,8 +360,9 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 		}
 	}
 	s := &c.statusScratch
+	fb := c.rcv.feedback()
 	if c.p.Server {
-		c.adjustUpstream(now)
+		c.adjustUpstream(now, fb)
 		if c.done {
 			return false
 		}
@@ -374,7 +375,6 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 		}
 	}
 	c.trafficCheck(now.Mono)
-	fb := c.rcv.feedback()
 	c.rcv.buildStatus(s, now.Wall)
 	s.TestAction = c.action
 	if c.rxStopped {
@@ -423,9 +423,9 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 }
 
 // adjustUpstream runs the server's rate adjustment just before it sends a
-// Status PDU, and polices the client's rate.
-func (c *Conn) adjustUpstream(now clock.Pair) {
-	fb := c.rcv.feedback()
+// Status PDU, and polices the client's rate. fb is the Trial Interval the
+// Status PDU reports.
+func (c *Conn) adjustUpstream(now clock.Pair, fb TrialFeedback) {
 	if c.p.PoliceOverRate && !c.stopping {
 		c.police(now.Wall, fb)
 		if c.done {
