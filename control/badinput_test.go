@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -10,24 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// inMemory starts a server on a fake wire and returns it with a client
-// network on the same wire.
-func inMemory(t *testing.T, cfg ServerConfig) (*Server, *fakeNet, *fakeWire, context.CancelFunc) {
-	t.Helper()
-	w := newFakeWire()
-	sn := &fakeNet{wire: w}
-	cfg.BindAddrs = []string{"127.0.0.1"}
-	s, err := NewServer(cfg, sn, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, &fakeNet{wire: w, next: 50000}, w, cancel
-}
 
 func testClientConfig() ClientConfig {
 	c := DefaultClientConfig()
@@ -48,7 +29,7 @@ func TestControlPhaseInMemory(t *testing.T) {
 			cfg.Keys = keys
 			ccfg.Key, ccfg.KeyID = []byte(key), 3
 		}
-		s, cn, _, _ := inMemory(t, cfg)
+		s, cn, _ := inMemory(t, cfg, ServerOptions{})
 		cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 77, func(string) {})
 		if err != nil {
 			t.Fatalf("key %q: %v", key, err)
@@ -87,7 +68,7 @@ func junk(r *rand.Rand) [][]byte {
 // counts them, and still serves the real client.
 func TestServerDropsJunk(t *testing.T) {
 	cfg := DefaultServerConfig()
-	s, cn, w, _ := inMemory(t, cfg)
+	s, cn, w := inMemory(t, cfg, ServerOptions{})
 	r := rand.New(rand.NewPCG(1, 2))
 	attacker := netip.MustParseAddrPort("127.0.0.1:666")
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
@@ -132,7 +113,7 @@ func TestServerDropsJunk(t *testing.T) {
 // and completes its activation.
 func TestClientIgnoresJunk(t *testing.T) {
 	cfg := DefaultServerConfig()
-	_, cn, w, _ := inMemory(t, cfg)
+	_, cn, w := inMemory(t, cfg, ServerOptions{})
 	r := rand.New(rand.NewPCG(3, 4))
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	w.mu.Lock()
@@ -168,7 +149,7 @@ func TestActivationTimeoutReleases(t *testing.T) {
 	}
 	cfg := DefaultServerConfig()
 	cfg.MaxBandwidth = 100
-	s, cn, _, _ := inMemory(t, cfg)
+	s, cn, _ := inMemory(t, cfg, ServerOptions{})
 	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
 	req := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1, ModifierBitmap: SetupJumbo, MaxBandwidth: 60}).Encode(make([]byte, SetupLen))
 	sock.SendTo(req, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port)))
@@ -196,7 +177,7 @@ func TestActivationTimeoutReleases(t *testing.T) {
 // Phase.
 func TestLegacyClient(t *testing.T) {
 	cfg := DefaultServerConfig()
-	_, cn, _, _ := inMemory(t, cfg)
+	_, cn, _ := inMemory(t, cfg, ServerOptions{})
 	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
 	fs := sock.(*fakeSocket)
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))

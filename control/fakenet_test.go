@@ -1,10 +1,13 @@
 package control
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"os"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
@@ -203,4 +206,21 @@ func (n *fakeNet) RunDataPhase(sock Socket, core *dataphase.Conn, onEvent func(d
 	}
 	close(d.done)
 	return d
+}
+
+// inMemory starts a server with options o on a fake wire and returns it
+// with a client network on the same wire; the server stops with the test.
+func inMemory(t *testing.T, cfg ServerConfig, o ServerOptions) (*Server, *fakeNet, *fakeWire) {
+	t.Helper()
+	w := newFakeWire()
+	cfg.BindAddrs = []string{"127.0.0.1"}
+	s, err := NewServerWith(cfg, &fakeNet{wire: w}, slog.New(slog.DiscardHandler), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, &fakeNet{wire: w, next: 50000}, w
 }

@@ -17,29 +17,12 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// inMemoryWith is inMemory with service options.
-func inMemoryWith(t *testing.T, cfg ServerConfig, o ServerOptions) (*Server, *fakeNet, *fakeWire) {
-	t.Helper()
-	w := newFakeWire()
-	sn := &fakeNet{wire: w}
-	cfg.BindAddrs = []string{"127.0.0.1"}
-	s, err := NewServerWith(cfg, sn, slog.New(slog.DiscardHandler), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, &fakeNet{wire: w, next: 50000}, w
-}
-
 // TestSetupFloodFromOneSource: a source that sends Setup Requests faster
 // than its rate gets its burst handled and the rest dropped unanswered and
 // counted; a client from another address still gets in.
 func TestSetupFloodFromOneSource(t *testing.T) {
 	cfg := DefaultServerConfig()
-	s, cn, w := inMemoryWith(t, cfg, ServerOptions{SetupRate: 1, SetupBurst: 10})
+	s, cn, w := inMemory(t, cfg, ServerOptions{SetupRate: 1, SetupBurst: 10})
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	flooder := netip.MustParseAddrPort("127.0.0.2:4000")
 	// Valid requests the server refuses (jumbo flag off): each answered one
@@ -127,7 +110,7 @@ func TestSetKeysWhileServing(t *testing.T) {
 	cfg := DefaultServerConfig()
 	old, _ := ParseKeyFile(strings.NewReader("1,old-key\n"))
 	cfg.Keys, _ = NewServerKeys("", old)
-	s, cn, _ := inMemoryWith(t, cfg, ServerOptions{})
+	s, cn, _ := inMemory(t, cfg, ServerOptions{})
 	srv := ServerAddr{Host: "127.0.0.1", Port: cfg.Port}
 	activate := func(key string, id uint8) error {
 		c := testClientConfig()
@@ -164,7 +147,7 @@ func TestSetKeysWhileServing(t *testing.T) {
 func TestPeaksAndInvalidCounts(t *testing.T) {
 	cfg := DefaultServerConfig()
 	cfg.MaxBandwidth = 1000
-	s, cn, w := inMemoryWith(t, cfg, ServerOptions{})
+	s, cn, w := inMemory(t, cfg, ServerOptions{})
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	src := netip.MustParseAddrPort("127.0.0.3:999")
 	w.send(make([]byte, 10), src, ctl) // size
