@@ -95,6 +95,16 @@ func readDoc(t *testing.T, path string) ([]byte, *jobj) {
 	return b, v.(*jobj)
 }
 
+// lookup finds key k of a parsed document.
+func (o *jobj) lookup(k string) (v jval, ok bool) {
+	for i, key := range o.keys {
+		if key == k {
+			return o.vals[i], true
+		}
+	}
+	return nil, false
+}
+
 // Accessors for parsed documents; a missing key or a wrong type fails.
 
 func field(t *testing.T, o *jobj, k string) jval {

@@ -50,14 +50,6 @@ func (o *jobj) time(k string, wall int64)      { o.add(k, jstr(formatTime(wall))
 func (o *jobj) flag(k string, b bool)          { o.add(k, jint(b2i(b))) }
 func (o *jobj) u32(k string, n uint32)         { o.add(k, jint(int64(n))) }
 func (o *jobj) obj(k string) *jobj             { c := &jobj{}; o.add(k, c); return c }
-func (o *jobj) lookup(k string) (v jval, ok bool) {
-	for i, key := range o.keys {
-		if key == k {
-			return o.vals[i], true
-		}
-	}
-	return nil, false
-}
 
 func b2i(b bool) int64 {
 	if b {
