@@ -555,11 +555,10 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		c.watchdogAt = d.Time + clock.Time(Watchdog)
 	}
 	c.seen(d.Time, h.RxStopped)
-	res := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS)
-	if res.remoteSeqErr != 0 {
-		c.anom.RemoteStatusLoss += uint64(res.remoteSeqErr)
+	if e := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS); e != 0 {
+		c.anom.RemoteStatusLoss += uint64(e)
 		if c.canWarn(false) {
-			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(res.remoteSeqErr)+")", false)
+			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(e)+")", false)
 		}
 	}
 }

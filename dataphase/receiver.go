@@ -99,14 +99,10 @@ func (r *receiver) init(activationWall int64, ceThresh uint8, frag fragPlan) {
 	r.ceOn = ceThresh > 0
 }
 
-// loadResult says what one Load PDU did, for the caller's warnings.
-type loadResult struct {
-	remoteSeqErr uint16 // the sender's spduSeqErr when an RTT sample was taken, else 0
-}
-
 // onLoad accounts one accepted Load PDU received at wall time rxWall (ns).
-func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) loadResult {
-	var res loadResult
+// It returns the sender's spduSeqErr when the PDU gave an RTT sample, else
+// 0, for the caller's warnings.
+func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (remoteSeqErr uint16) {
 	r.sub.datagrams++
 	r.sub.bytes += uint64(h.UDPPayload)
 	r.sub.frag.add(&r.frag, uint32(h.UDPPayload))
@@ -125,16 +121,15 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	s := h.SeqNo
 	switch {
 	case s >= r.last+1 && s != 0:
-		if gap := s - r.last - 1; gap > 0 {
-			r.trial.loss += gap
-			r.sub.loss += gap
-		}
+		gap := s - r.last - 1
+		r.trial.loss += gap
+		r.sub.loss += gap
 		r.last = s
 		r.push(s)
 	case r.seen(s):
 		r.trial.dup++
 		r.sub.dup++
-		return res
+		return 0
 	default:
 		// Older than the last in-order one and not seen recently: a late
 		// arrival. It cancels one unit of the current intervals' loss.
@@ -147,7 +142,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 			r.sub.loss--
 		}
 		r.push(s)
-		return res
+		return 0
 	}
 
 	// RTT, on this host's clock alone: our Status PDU's send time came back.
@@ -166,7 +161,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 			rtt = raw
 		}
 		rtt32 := sat32(rtt)
-		res.remoteSeqErr = h.SpduSeqErr
+		remoteSeqErr = h.SpduSeqErr
 		if rtt32 < r.rttMinimum {
 			r.rttMinimum = rtt32
 			r.trial.delayMinUpd = true
@@ -185,7 +180,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	if !r.clockDeltaSet {
 		r.clockDeltaMin, r.clockDeltaSet = d32, true
 		r.trial.delayMinUpd = true
-		return res
+		return remoteSeqErr
 	}
 	if d32 < r.clockDeltaMin {
 		r.clockDeltaMin = d32
@@ -194,7 +189,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) l
 	v := uint32(int64(d32) - int64(r.clockDeltaMin))
 	r.trial.owd.add(v)
 	r.sub.owd.add(v)
-	return res
+	return remoteSeqErr
 }
 
 func (r *receiver) push(s uint32) {
@@ -202,9 +197,14 @@ func (r *receiver) push(s uint32) {
 	r.histPos = (r.histPos + 1) % seqHistoryLen
 }
 
+// seen reports whether s is among the last accepted sequence numbers. 0 is
+// never a sequence number; it only fills the history before it is full.
 func (r *receiver) seen(s uint32) bool {
+	if s == 0 {
+		return false
+	}
 	for _, h := range r.hist {
-		if h == s && s != 0 {
+		if h == s {
 			return true
 		}
 	}
@@ -281,11 +281,12 @@ func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) bool
 		return false
 	}
 	elapsed := nowWall - r.subStart
-	if roundMs(elapsed) <= periodMs-trialMs/2 {
+	elapsedMs := roundMs(elapsed)
+	if elapsedMs <= periodMs-trialMs/2 {
 		return false
 	}
 	r.subSeq++
-	r.accumMs += uint32(roundMs(elapsed))
+	r.accumMs += uint32(elapsedMs)
 	r.saved = SubIntervalStats{
 		RxDatagrams: r.sub.datagrams,
 		RxBytes:     r.sub.bytes,
