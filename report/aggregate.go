@@ -169,14 +169,10 @@ func (c *Collector) conclude() {
 	var delivered float64 // kept across modes, as OB-UDPST does when one has nothing sent
 	for i := range modes {
 		t := &c.sums[i]
-		sent := float64(t.dgrams) + float64(t.loss)
+		q := counts(t.dgrams, t.loss, t.ooo, t.dup, t.ce)
 		dvAvg, rate := t.dvSum, t.rateSum
-		if sent > 0 {
-			if c.opt.LossRatio {
-				delivered = float64(t.loss) / sent
-			} else {
-				delivered = float64(t.dgrams) * 100 / sent
-			}
+		if float64(t.dgrams)+float64(t.loss) > 0 {
+			delivered = q.shownDelivered(c.opt.LossRatio)
 			dvAvg = avg(t.dvSum, t.samples)
 			rate /= float64(t.samples)
 		}
@@ -188,7 +184,6 @@ func (c *Collector) conclude() {
 			c.write(pre + dir + " " + label("Summary", i) + " " + qualityText(c.opt.LossRatio, delivered, c.ceOn(),
 				t.loss, t.ooo, t.dup, t.ce, [3]uint32{t.dvMin, dvAvg, t.dvMax}, [3]uint32{t.rttMin, rttAvg, t.rttMax}, rate))
 		}
-		q := counts(t.dgrams, t.loss, t.ooo, t.dup, t.ce)
 		q.PDVMin, q.PDVAvg, q.PDVMax, q.PDVRange = ms(t.dvMin), ms(dvAvg), ms(t.dvMax), ms(t.dvMax-t.dvMin)
 		q.RTTMin, q.RTTAvg, q.RTTMax, q.RTTRange = ms(t.rttMin), ms(rttAvg), ms(t.rttMax), ms(t.rttMax-t.rttMin)
 		r.summary = append(r.summary, summaryResult{

@@ -104,13 +104,12 @@ func (r *record) wireRate(linkOverhead int, ipv6 bool) float64 {
 
 // shown are the values of a record as OB-UDPST displays them (5.1).
 type shown struct {
-	sent                   float64
 	dvMin, dvAvg, dvMax    uint32
 	rttMin, rttAvg, rttMax uint32
 }
 
 func (r *record) shown() shown {
-	s := shown{sent: float64(r.dgrams) + float64(r.loss), dvMax: r.dvMax, rttMax: r.rttMax}
+	s := shown{dvMax: r.dvMax, rttMax: r.rttMax}
 	if r.dvCnt > 0 {
 		s.dvMin = r.dvMin
 		s.dvAvg = avg(r.dvSum, r.dvCnt)
@@ -152,6 +151,15 @@ func counts(dgrams, loss, ooo, dup, ce uint32) quality {
 		q.CEPercent = float64(ce) * 100 / float64(dgrams)
 	}
 	return q
+}
+
+// shownDelivered is the figure the text lines show first: the
+// "Delivered(%)" percentage, or with -r the "LossRatio".
+func (q *quality) shownDelivered(lossRatio bool) float64 {
+	if lossRatio {
+		return q.LossRatio
+	}
+	return q.Delivered
 }
 
 // ms converts milliseconds to JSON seconds.

@@ -71,20 +71,13 @@ func qualityText(lossRatio bool, delivered float64, ce bool, loss, ooo, dup, ceC
 // aggregate; n is that one's Sub-Interval count.
 func subIntervalLine(prefix string, n int, r *record, mbps float64, lossRatio, ce bool) string {
 	s := r.shown()
-	var delivered float64
-	if s.sent > 0 {
-		if lossRatio {
-			delivered = float64(r.loss) / s.sent
-		} else {
-			delivered = float64(r.dgrams) * 100 / s.sent
-		}
-	}
+	q := counts(r.dgrams, r.loss, r.ooo, r.dup, r.ce)
 	width := 5
 	if n >= 10 {
 		width = 4
 	}
 	return fmt.Sprintf("%sSub-Interval[%d](sec): %*.1f, ", prefix, n, width, float64(r.accum)/1000) +
-		qualityText(lossRatio, delivered, ce, r.loss, r.ooo, r.dup, r.ce,
+		qualityText(lossRatio, q.shownDelivered(lossRatio), ce, r.loss, r.ooo, r.dup, r.ce,
 			[3]uint32{s.dvMin, s.dvAvg, s.dvMax}, [3]uint32{s.rttMin, s.rttAvg, s.rttMax}, mbps)
 }
 
