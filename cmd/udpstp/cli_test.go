@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,11 +49,7 @@ func run(t *testing.T, args ...string) result {
 	err := app.Run(append([]string{"udpstp"}, args...))
 	r.out = out.String()
 	if err != nil {
-		r.code = exitFailure
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			r.code = ec.ExitCode()
-		}
+		r.code = exitCode(err)
 		r.msg = err.Error()
 		if strings.Contains(r.msg, "\n") {
 			t.Errorf("%q: message is not one line: %q", args, r.msg)
@@ -662,8 +657,7 @@ func TestClientExitStatus(t *testing.T) {
 	app := newApp()
 	app.Writer, app.ErrWriter = io.Discard, io.Discard
 	err := app.Run([]string{"udpstp", "client", "-d", "h"})
-	var ec cli.ExitCoder
-	if !errors.As(err, &ec) || ec.ExitCode() != 3 || err.Error() != "" {
+	if exitCode(err) != 3 || err.Error() != "" {
 		t.Errorf("err = %v, want exit 3 without message", err)
 	}
 }
@@ -674,8 +668,7 @@ func TestServerError(t *testing.T) {
 	runServer = func(context.Context, *control.ServerConfig, localOptions) error { return cli.Exit("bind failed", 75) }
 	app := newApp()
 	err := app.Run([]string{"udpstp", "server"})
-	var ec cli.ExitCoder
-	if !errors.As(err, &ec) || ec.ExitCode() != 75 {
+	if exitCode(err) != 75 {
 		t.Errorf("err = %v, want exit 75", err)
 	}
 }

@@ -71,12 +71,7 @@ func (d *daemonChild) fail(err error) {
 	if d == nil || d.w == nil || err == nil {
 		return
 	}
-	code := exitFailure
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		code = ec.ExitCode()
-	}
-	fmt.Fprintf(d.w, "fail %d %s\n", code, strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+	fmt.Fprintf(d.w, "fail %d %s\n", exitCode(err), strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 	d.w.Close()
 	d.w = nil
 }

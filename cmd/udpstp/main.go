@@ -76,13 +76,18 @@ func main() {
 	if err == nil {
 		return
 	}
-	code := exitFailure
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		code = ec.ExitCode()
-	}
 	if msg := strings.TrimSpace(err.Error()); msg != "" {
 		fmt.Fprintf(os.Stderr, "udpstp: %s\n", strings.ReplaceAll(msg, "\n", "; "))
 	}
-	os.Exit(code)
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the exit status for err, an error Run returned: the status
+// a cli.ExitCoder carries, else exitFailure.
+func exitCode(err error) int {
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return exitFailure
 }
