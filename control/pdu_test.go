@@ -3,23 +3,12 @@ package control
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
 )
-
-// pduHex decodes hex written with spaces for readability.
-func pduHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // pduDigest is a recognisable 32-byte digest: 0x20, 0x21, ... 0x3f.
 func pduDigest() (d [32]byte) {
@@ -152,7 +141,7 @@ func TestControlPDUWire(t *testing.T) {
 		p := populatedSetup()
 		buf := bytes.Repeat([]byte{0xee}, 64)
 		got := p.Encode(buf)
-		if want := pduHex(t, populatedSetupWire); !bytes.Equal(got, want) {
+		if want := unhex(t, populatedSetupWire); !bytes.Equal(got, want) {
 			t.Fatalf("Encode\n got %x\nwant %x", got, want)
 		}
 		if !bytes.Equal(buf[SetupLen:], bytes.Repeat([]byte{0xee}, 64-SetupLen)) {
@@ -170,7 +159,7 @@ func TestControlPDUWire(t *testing.T) {
 		p := populatedNull()
 		buf := bytes.Repeat([]byte{0xee}, 64)
 		got := p.Encode(buf)
-		if want := pduHex(t, populatedNullWire); !bytes.Equal(got, want) {
+		if want := unhex(t, populatedNullWire); !bytes.Equal(got, want) {
 			t.Fatalf("Encode\n got %x\nwant %x", got, want)
 		}
 		var q NullPDU
@@ -185,7 +174,7 @@ func TestControlPDUWire(t *testing.T) {
 		p := populatedActivation()
 		buf := bytes.Repeat([]byte{0xee}, 128)
 		got := p.Encode(buf, false)
-		if want := pduHex(t, populatedActivationWire); !bytes.Equal(got, want) {
+		if want := unhex(t, populatedActivationWire); !bytes.Equal(got, want) {
 			t.Fatalf("Encode\n got %x\nwant %x", got, want)
 		}
 		if !bytes.Equal(buf[ActivationLen:], bytes.Repeat([]byte{0xee}, 128-ActivationLen)) {
@@ -203,7 +192,7 @@ func TestControlPDUWire(t *testing.T) {
 		p := populatedActivation()
 		buf := bytes.Repeat([]byte{0xee}, 128)
 		got := p.Encode(buf, true)
-		want := append(pduHex(t, populatedActivationWire)[:58], 0, 0) // checksum at 58 ends the PDU
+		want := append(unhex(t, populatedActivationWire)[:58], 0, 0) // checksum at 58 ends the PDU
 		if !bytes.Equal(got, want) {
 			t.Fatalf("Encode\n got %x\nwant %x", got, want)
 		}
@@ -225,7 +214,7 @@ func TestControlPDUWire(t *testing.T) {
 // request of a 9.0.0 client run with `-d -t 5` and otherwise default options,
 // and encodes the stated values back to it.
 func TestActivationWireExample(t *testing.T) {
-	in := pduHex(t, "ace2 0014 02 00 001e 005a 0032 0005 00 00 ffff 00 0a 0003 000a 01 00 00 00"+
+	in := unhex(t, "ace2 0014 02 00 001e 005a 0032 0005 00 00 ffff 00 0a 0003 000a 01 00 00 00"+
 		strings.Repeat("00", 28)+"03e8 0000 0000 00 00"+strings.Repeat("00", 40))
 	if len(in) != ActivationLen {
 		t.Fatalf("example is %d bytes, want %d", len(in), ActivationLen)
@@ -262,7 +251,7 @@ func TestActivationWireExample(t *testing.T) {
 // TestNullWireExample decodes the unauthenticated Null PDU of wire.md 2.2,
 // `dead 0014 01 00 00 00` and 40 zero bytes, and encodes it back.
 func TestNullWireExample(t *testing.T) {
-	in := pduHex(t, "dead 0014 01 00 00 00"+strings.Repeat("00", 40))
+	in := unhex(t, "dead 0014 01 00 00 00"+strings.Repeat("00", 40))
 	if len(in) != NullLen {
 		t.Fatalf("example is %d bytes, want %d", len(in), NullLen)
 	}
