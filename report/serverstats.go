@@ -130,13 +130,11 @@ type ServerStatsSample struct {
 	DeliveredRxDatagrams, DeliveredRxIPBytes, DeliveredRxLoss, DeliveredRxOooDup uint64
 	// Send calls cut short by backpressure and the datagrams they left;
 	// send calls and the datagrams they took; receive calls and the
-	// datagrams they read; readiness waits and the sockets they found
-	// ready; timer passes that merged ticks and the ticks they merged.
-	TxOverrunEvents, TxOverrunDatagrams    uint64
-	TxBursts, TxBurstDatagrams             uint64
-	RxBursts, RxBurstDatagrams             uint64
-	FdReadyEvents, FdReadyFds              uint64
-	TimerCoalesceEvents, TimerCoalesceTick uint64
+	// datagrams they read. (No sample has readiness waits or merged timer
+	// ticks: the fd_ready_* and timer_coalesce_* averages stay 0.)
+	TxOverrunEvents, TxOverrunDatagrams uint64
+	TxBursts, TxBurstDatagrams          uint64
+	RxBursts, RxBurstDatagrams          uint64
 	// Status PDUs sent and received; Status PDUs lost in each direction
 	// (a reordered one counts 65535); traffic-stopped events seen here
 	// (local) and reported by the peer (remote).
@@ -185,10 +183,6 @@ func NewServerStatsRecord(prev, cur ServerStatsSample, m ServerStatsMaxima) Serv
 	a.TxBurstSize = size(cur.TxBurstDatagrams, prev.TxBurstDatagrams, cur.TxBursts, prev.TxBursts)
 	a.RxBurstRate = rate(cur.RxBursts, prev.RxBursts)
 	a.RxBurstSize = size(cur.RxBurstDatagrams, prev.RxBurstDatagrams, cur.RxBursts, prev.RxBursts)
-	a.FdReadyRate = rate(cur.FdReadyEvents, prev.FdReadyEvents)
-	a.FdReadySize = size(cur.FdReadyFds, prev.FdReadyFds, cur.FdReadyEvents, prev.FdReadyEvents)
-	a.TimerCoalesceRate = rate(cur.TimerCoalesceEvents, prev.TimerCoalesceEvents)
-	a.TimerCoalesceSize = size(cur.TimerCoalesceTick, prev.TimerCoalesceTick, cur.TimerCoalesceEvents, prev.TimerCoalesceEvents)
 	a.TxMessageRate = rate(cur.StatusTx, prev.StatusTx)
 	a.RxMessageRate = rate(cur.StatusRx, prev.StatusRx)
 	a.LocMessageLossRate = rate(cur.LocMessageLoss, prev.LocMessageLoss)
