@@ -154,11 +154,9 @@ func (s *sender) fire(now clock.Time, stopping bool) (burst, bool) {
 	// row sets none.)
 	if late := now - tx.due; late > s.budget {
 		// Bursts due before now-budget are skipped, but never the most
-		// recent one (the one due within the last period).
-		skip := (late - s.budget + iv - 1) / iv
-		if owed := late/iv + 1; skip > owed-1 {
-			skip = owed - 1
-		}
+		// recent one (the one due within the last period), which late/iv
+		// Bursts precede.
+		skip := min((late-s.budget+iv-1)/iv, late/iv)
 		if skip > 0 {
 			s.skippedBursts += uint32(skip)
 			s.skippedDgrams += uint32(skip) * uint32(s.burstCount(t))
@@ -175,12 +173,7 @@ func (s *sender) fire(now clock.Time, stopping bool) (burst, bool) {
 // datagram while stopping.
 func (s *sender) burstOf(t int, stopping bool) burst {
 	var b burst
-	var payload, n, addon uint32
-	if t == 0 {
-		payload, n = s.row.UDPPayload1, s.row.BurstSize1
-	} else {
-		payload, n, addon = s.row.UDPPayload2, s.row.BurstSize2, s.row.UDPAddon2
-	}
+	payload, n, addon := s.fields(t)
 	n = min(n, MaxBurst)
 	if stopping {
 		n = min(n, 1)
@@ -195,13 +188,19 @@ func (s *sender) burstOf(t int, stopping bool) burst {
 	return b
 }
 
+// fields returns transmitter t's payload, burst size and add-on fields in
+// the current row (transmitter 1 has no add-on).
+func (s *sender) fields(t int) (payload, n, addon uint32) {
+	if t == 0 {
+		return s.row.UDPPayload1, s.row.BurstSize1, 0
+	}
+	return s.row.UDPPayload2, s.row.BurstSize2, s.row.UDPAddon2
+}
+
 // burstCount is how many datagrams transmitter t's Burst has in the current
 // row, without drawing its random sizes (skipped Bursts are only counted).
 func (s *sender) burstCount(t int) int {
-	payload, n, addon := s.row.UDPPayload1, s.row.BurstSize1, uint32(0)
-	if t == 1 {
-		payload, n, addon = s.row.UDPPayload2, s.row.BurstSize2, s.row.UDPAddon2
-	}
+	payload, n, addon := s.fields(t)
 	c := 0
 	if payload != 0 {
 		c = int(min(n, MaxBurst))
