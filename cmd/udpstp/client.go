@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/report"
 )
 
 func clientCommand() *cli.Command {
@@ -119,11 +120,11 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 	cfg.Verbose = v.on("verbose")
 	cfg.NoSubInt = v.on("summary-only")
 	if v.set("format") {
-		f := strings.ToLower(v.text("format"))
-		if f != "json" && f != "jsonb" && f != "jsonf" {
+		// report's names; text is the default, not a value of -f.
+		if f, err := report.ParseFormat(v.text("format")); err != nil || !f.IsJSON() {
 			return 0, configError("ERROR: '%s' is not a valid output format (%s: json, jsonb or jsonf)", v.text("format"), opt("format"))
 		}
-		cfg.Format = f
+		cfg.Format = strings.ToLower(v.text("format"))
 	}
 	cfg.NoJumbo = v.on("no-jumbo")
 	cfg.TraditionalMTU = v.on("traditional-mtu")
