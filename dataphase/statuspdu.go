@@ -218,10 +218,11 @@ func (s *StatusPDU) Decode(b []byte, legacy bool) error {
 	if legacy {
 		ck = statusOffLegacyCk
 	}
-	if sum := be.Uint16(b[ck:]); sum != 0 && !ChecksumValid(b) {
+	sum := be.Uint16(b[ck:])
+	if sum != 0 && !ChecksumValid(b) {
 		return errStatusChecksum
 	}
-	s.Checksum = be.Uint16(b[ck:])
+	s.Checksum = sum
 	s.TestAction = b[2]
 	s.RxStopped = b[3]
 	s.SeqNo = be.Uint32(b[4:])
