@@ -176,10 +176,9 @@ type statsCollector struct {
 }
 
 // sample reads the cumulative counters now.
-func (c *statsCollector) sample(now time.Time) (report.ServerStatsSample, control.ServerSnapshot) {
-	n := c.srv.Snapshot()
+func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
+	d := c.srv.Snapshot().Data
 	t := c.net.totals()
-	d := &n.Data
 	s := report.ServerStatsSample{
 		At:                   now,
 		QueuedTxDatagrams:    t.loadSent,
@@ -195,7 +194,7 @@ func (c *statsCollector) sample(now time.Time) (report.ServerStatsSample, contro
 	if d.TxDatagrams > 0 {
 		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d.TxIPBytes) / float64(d.TxDatagrams))
 	}
-	return s, n
+	return s
 }
 
 // counters maps the server's counters onto the file's.
@@ -228,18 +227,17 @@ func statsCounters(n *control.ServerSnapshot) report.ServerStatsCounters {
 }
 
 // addRecord closes the record ending now.
-func (c *statsCollector) addRecord(now time.Time) control.ServerSnapshot {
-	cur, snap := c.sample(now)
+func (c *statsCollector) addRecord(now time.Time) {
+	cur := c.sample(now)
 	conns, down, up := c.srv.Peaks()
 	c.records = append(c.records, report.NewServerStatsRecord(c.prev, cur,
 		report.ServerStatsMaxima{ConnectionCount: conns, DownstreamBandwidth: down, UpstreamBandwidth: up}))
 	c.prev = cur
-	return snap
 }
 
-// write writes the records so far to the file named for now, and starts
-// a new period.
-func (c *statsCollector) write(now time.Time, snap *control.ServerSnapshot) {
+// write writes the records so far, with the counters now, to the file
+// named for now, and starts a new period.
+func (c *statsCollector) write(now time.Time) {
 	name := report.StatsFileName(c.pattern, now, nil)
 	recs := c.records
 	if name == c.lastName {
@@ -247,7 +245,8 @@ func (c *statsCollector) write(now time.Time, snap *control.ServerSnapshot) {
 	}
 	f := c.header
 	f.Records = recs
-	f.Counters = statsCounters(snap)
+	snap := c.srv.Snapshot()
+	f.Counters = statsCounters(&snap)
 	f.ProcessUptime = int64(now.Sub(c.started) / time.Second)
 	if err := report.WriteFileAtomic(name, f.Render(nil), 0o644); err != nil {
 		c.log.Error("cannot write the statistics file", "option", opt("stats-file").String(), "file", name, "err", err)
@@ -263,7 +262,7 @@ func (c *statsCollector) write(now time.Time, snap *control.ServerSnapshot) {
 // restart here loses no statistics).
 func (c *statsCollector) run(ctx context.Context) {
 	start := time.Now()
-	c.prev, _ = c.sample(start)
+	c.prev = c.sample(start)
 	c.srv.Peaks() // start the first record's maxima now
 	deadline := start.Add(c.first)
 	t := time.NewTimer(c.record)
@@ -276,16 +275,15 @@ func (c *statsCollector) run(ctx context.Context) {
 				c.addRecord(now)
 			}
 			if len(c.records) > 0 {
-				snap := c.srv.Snapshot()
-				c.write(now, &snap)
+				c.write(now)
 			}
 			return
 		case <-t.C:
 		}
 		now := time.Now()
-		snap := c.addRecord(now)
+		c.addRecord(now)
 		if !now.Before(deadline) {
-			c.write(now, &snap)
+			c.write(now)
 			deadline = now.Add(c.file)
 		}
 		// Re-armed from when it fired, as OB-UDPST's timer is.
