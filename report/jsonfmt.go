@@ -58,9 +58,9 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// formatNumber prints v as OB-UDPST's cJSON does for precision p:
-// p == 0: shortest form ("%1.15g", "%1.17g" if that does not read back);
-// any value exactly 0 with a precision: "0.0";
+// formatNumber prints v as OB-UDPST's cJSON does for precision p (every
+// jnum has one; integers are jint):
+// any value exactly 0: "0.0";
 // p > 0: "%.pf"; p < 0: "%.-pg", and "%.1f" instead when that has no
 // decimal point (1 -> "1.0", but also 1e-05 -> "0.0").
 func formatNumber(v float64, p int) string {

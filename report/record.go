@@ -123,8 +123,7 @@ func (r *record) shown() shown {
 	return s
 }
 
-// quality is the JSON view of a record; rttAvg is passed in because the
-// Maximum uses the average saved at the time of the maximum.
+// quality is the JSON view of a record, with s its shown values.
 func (r *record) quality(s shown) quality {
 	q := counts(r.dgrams, r.loss, r.ooo, r.dup, r.ce)
 	q.PDVMin = ms(s.dvMin)
