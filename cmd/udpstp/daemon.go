@@ -92,9 +92,9 @@ func daemonize(so serviceOptions) error {
 	if so.LogFile != "" {
 		// Opened here, before detaching, as OB-UDPST does: a log file that
 		// cannot be written is reported on the command line.
-		f, err := os.OpenFile(so.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		f, err := openLogFile(so.LogFile)
 		if err != nil {
-			return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
+			return logFileError(err)
 		}
 		defer f.Close()
 		stderr = f

@@ -13,12 +13,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
+	"github.com/urfave/cli/v2"
 )
 
 // logOutput says where the server's log goes.
@@ -152,7 +154,7 @@ func openRotating(path string, limit int64) (*rotatingFile, error) {
 }
 
 func (r *rotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := openLogFile(r.path)
 	if err != nil {
 		return err
 	}
@@ -205,16 +207,13 @@ func (r *rotatingFile) Close() error {
 	return err
 }
 
-// checkLogFile opens the -l log file once, as OB-UDPST does before it
-// detaches, so that a path that cannot be written is reported on the
-// command line, before any socket is opened.
-func checkLogFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-	if err != nil {
-		return err
-	}
-	return f.Close()
+// openLogFile opens the -l log file at path for appending, creating it.
+func openLogFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+}
+
+// logFileError reports a -l log file that cannot be opened: one line,
+// status 75.
+func logFileError(err error) error {
+	return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
 }

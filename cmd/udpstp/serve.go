@@ -41,15 +41,13 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	defer signal.Stop(hup)
 
 	// Everything that can be wrong with the options is found before a
-	// socket is opened, and in the shell's process with -x.
+	// socket is opened, and in the shell's process with -x (daemonize
+	// opens the -l file there, serviceLogOutput in the background one).
 	if err := so.absPaths(); err != nil {
 		return cli.Exit("ERROR: "+err.Error(), exitConfig)
 	}
 	if err := checkStatsFile(so.StatsFile, time.Now()); err != nil {
 		return err
-	}
-	if err := checkLogFile(so.LogFile); err != nil {
-		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
 	}
 	recordEvery, fileEvery, firstFile, err := statsTiming()
 	if err != nil {
@@ -64,7 +62,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 
 	out, err := serviceLogOutput(so, child != nil)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
+		return logFileError(err)
 	}
 	if out.closer != nil {
 		defer out.closer.Close()
