@@ -80,12 +80,7 @@ func TestStatusWireV20(t *testing.T) {
 		t.Fatal("Encode wrote past 204 bytes")
 	}
 	b = b[:StatusLen]
-	checks := []struct {
-		name string
-		off  int
-		got  func(b []byte, off int) uint32
-		want uint32
-	}{
+	checkWire(t, b, []wireCheck{
 		{"pduId", 0, wireU16, StatusPDUID},
 		{"testAction", 2, wireU8, uint32(s.TestAction)},
 		{"rxStopped", 3, wireU8, 1},
@@ -116,12 +111,7 @@ func TestStatusWireV20(t *testing.T) {
 		{"reserved 184", 184, wireU8, 0},
 		{"ecn flags", 185, wireU8, ECNFlagBleached},
 		{"checksum 186", 186, wireU16, 0},
-	}
-	for _, c := range checks {
-		if got := c.got(b, c.off); got != c.want {
-			t.Errorf("%s at %d: %#x, want %#x", c.name, c.off, got, c.want)
-		}
-	}
+	})
 	if !bytes.Equal(b[188:], make([]byte, 16)) {
 		t.Errorf("bytes 188..203 = %x, want zeros (wire.md 2.7.3)", b[188:])
 	}
@@ -136,6 +126,25 @@ func TestStatusWireV20(t *testing.T) {
 
 func wireU8(b []byte, off int) uint32  { return uint32(b[off]) }
 func wireU16(b []byte, off int) uint32 { return uint32(wireU16at(b, off)) }
+
+// wireCheck is one field of an encoded PDU: its name, offset, reader and
+// expected value.
+type wireCheck struct {
+	name string
+	off  int
+	got  func(b []byte, off int) uint32
+	want uint32
+}
+
+// checkWire reports every field of checks that b does not hold.
+func checkWire(t *testing.T, b []byte, checks []wireCheck) {
+	t.Helper()
+	for _, c := range checks {
+		if got := c.got(b, c.off); got != c.want {
+			t.Errorf("%s at %d: %#x, want %#x", c.name, c.off, got, c.want)
+		}
+	}
+}
 
 // TestStatusWireLegacy protects the 168-byte form of protocol 11..19 peers
 // (wire.md 2.6, 2.7.1, 2.7.4): fields at the padded offsets, zero pads at
@@ -154,12 +163,7 @@ func TestStatusWireLegacy(t *testing.T) {
 	if !bytes.Equal(b[44:48], make([]byte, 4)) || !bytes.Equal(b[100:104], make([]byte, 4)) {
 		t.Fatalf("pads 44..47 = %x, 100..103 = %x, want zeros", b[44:48], b[100:104])
 	}
-	checks := []struct {
-		name string
-		off  int
-		got  func(b []byte, off int) uint32
-		want uint32
-	}{
+	checkWire(t, b, []wireCheck{
 		{"pduId", 0, wireU16, StatusPDUID},
 		{"subIntSeqNo", 36, wireU32, s.SubIntSeqNo},
 		{"sisSav.rxDatagrams", 40, wireU32, s.SubInt.RxDatagrams},
@@ -178,12 +182,7 @@ func TestStatusWireLegacy(t *testing.T) {
 		{"tiRxBytes", 156, wireU32, s.TiRxBytes},
 		{"spduTime_sec", 160, wireU32, s.SpduTimeSec},
 		{"spduTime_nsec", 164, wireU32, s.SpduTimeNsec},
-	}
-	for _, c := range checks {
-		if got := c.got(b, c.off); got != c.want {
-			t.Errorf("%s at %d: %#x, want %#x", c.name, c.off, got, c.want)
-		}
-	}
+	})
 
 	// wire.md 2.7.4: the legacy form is v20 bytes 0..159 (reserved2 0)
 	// with zero pads inserted after bytes 43 and 95.
