@@ -197,12 +197,17 @@ func (g getter) str(m map[string]any, k string) string {
 	return v
 }
 
-func (g getter) int(m map[string]any, k string) int64 {
+// number is the number under key k; what names its kind in the failure.
+func (g getter) number(m map[string]any, k, what string) json.Number {
 	n, ok := m[k].(json.Number)
 	if !ok {
-		g.t.Fatalf("no number %q", k)
+		g.t.Fatalf("no %s %q", what, k)
 	}
-	v, err := n.Int64()
+	return n
+}
+
+func (g getter) int(m map[string]any, k string) int64 {
+	v, err := g.number(m, k, "number").Int64()
 	if err != nil {
 		g.t.Fatalf("%q: %v", k, err)
 	}
@@ -210,11 +215,7 @@ func (g getter) int(m map[string]any, k string) int64 {
 }
 
 func (g getter) num(m map[string]any, k string) float64 {
-	n, ok := m[k].(json.Number)
-	if !ok {
-		g.t.Fatalf("no number %q", k)
-	}
-	v, err := n.Float64()
+	v, err := g.number(m, k, "number").Float64()
 	if err != nil {
 		g.t.Fatalf("%q: %v", k, err)
 	}
@@ -223,10 +224,7 @@ func (g getter) num(m map[string]any, k string) float64 {
 
 // stamp reads a sec.usec timestamp exactly.
 func (g getter) stamp(m map[string]any, k string) time.Time {
-	n, ok := m[k].(json.Number)
-	if !ok {
-		g.t.Fatalf("no timestamp %q", k)
-	}
+	n := g.number(m, k, "timestamp")
 	sec, frac, _ := strings.Cut(n.String(), ".")
 	s, err1 := strconv.ParseInt(sec, 10, 64)
 	us, err2 := strconv.ParseInt(frac, 10, 64)
