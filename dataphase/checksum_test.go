@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/golden"
 )
 
 // TestChecksumVectors protects the RFC 1071 arithmetic every PDU checksum
@@ -56,25 +58,6 @@ func TestChecksumRFC1071Example(t *testing.T) {
 	}
 }
 
-// refChecksumLE computes the checksum the way OB-UDPST 9.0.0 does on a
-// little-endian host: native 32-bit words summed into a 64-bit accumulator,
-// folded and complemented, the result then read back in network order (RFC
-// 1071 section 2(B), byte-order independence). It is deliberately a different
-// algorithm from Checksum.
-func refChecksumLE(b []byte) uint16 {
-	p := make([]byte, (len(b)+3)&^3)
-	copy(p, b)
-	var s uint64
-	for i := 0; i < len(p); i += 4 {
-		s += uint64(binary.LittleEndian.Uint32(p[i:]))
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	c := ^uint16(s)
-	return c<<8 | c>>8 // the stored little-endian bytes, read big-endian
-}
-
 // TestChecksumRandom checks on random buffers of every length up to 300 that
 // Checksum matches an independent 32-bit little-endian implementation, that
 // Checksum and ChecksumValid agree (valid iff the checksum over the buffer is
@@ -86,7 +69,7 @@ func TestChecksumRandom(t *testing.T) {
 		for i := range b {
 			b[i] = byte(rng.Uint32())
 		}
-		if got, want := Checksum(b), refChecksumLE(b); got != want {
+		if got, want := Checksum(b), golden.Checksum(b); got != want {
 			t.Fatalf("len %d: Checksum %#04x, 32-bit LE reference %#04x (% x)", n, got, want, b)
 		}
 		if ChecksumValid(b) != (Checksum(b) == 0) {
