@@ -123,17 +123,13 @@ func (c *Collector) emit(wall int64) {
 			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
 		})
 	}
+	c.res.skips.sum(&a.skips)
 	if a.skips.any() {
-		c.res.skips.Bursts += a.skips.Bursts
-		c.res.skips.Dgrams += a.skips.Dgrams
-		c.res.skips.Withheld += a.skips.Withheld
 		c.res.skipList = append(c.res.skipList, skipInterval{Interval: n, F: a.skips})
 		if c.text() && a.skips.Bursts > 0 {
 			c.write(skipLine(c.prefix(0), n, &a.skips))
 		}
 	}
-	c.res.skips.Planned += a.skips.Planned
-	c.res.skips.Delivered += a.skips.Delivered
 	c.sums[m].add(&a.rec, s, a.l3)
 	a.reset()
 }

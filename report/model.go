@@ -215,6 +215,15 @@ func (s *skipFigures) add(r *dataphase.SubIntervalResult) {
 	s.Delivered += r.SenderDelivered
 }
 
+// sum adds the figures of o.
+func (s *skipFigures) sum(o *skipFigures) {
+	s.Bursts += o.Bursts
+	s.Dgrams += o.Dgrams
+	s.Withheld += o.Withheld
+	s.Planned += o.Planned
+	s.Delivered += o.Delivered
+}
+
 func (s *skipFigures) any() bool { return s.Bursts != 0 || s.Dgrams != 0 || s.Withheld != 0 }
 
 // percentOfPlan is the share of planned datagrams that were skipped.
