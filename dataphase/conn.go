@@ -25,7 +25,6 @@ type Conn struct {
 	snd sender
 	rcv receiver
 	rc  *RateControl
-	rng xorshift
 
 	start clock.Time
 
@@ -82,7 +81,6 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		periodMs:   int64(p.SubIntPeriod / time.Millisecond),
 		trialMs:    int64(p.TrialInt / time.Millisecond),
 		start:      now.Mono,
-		rng:        *newXorshift(p.Seed),
 		events:     make([]Event, 0, 16),
 	}
 	c.maxSub = p.MaxSubIntervals
@@ -109,7 +107,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		}
 		c.snd.ipv6, c.snd.random, c.snd.noRoll = p.IPv6, p.RandomPayload, p.NoSeqRollback
 		c.snd.frag, c.snd.fragOn = frag, frag.unit > 0
-		c.snd.init(row, now.Mono, clock.Time(budget), &c.rng)
+		c.snd.init(row, now.Mono, clock.Time(budget), p.Seed)
 	} else {
 		c.rcv.init(now.Wall, p.ECNCEThresh, frag)
 		c.statusAt = now.Mono + clock.Time(p.TrialInt)

@@ -47,7 +47,7 @@ type sender struct {
 	budget  clock.Time
 	noRoll  bool
 	nextSeq uint32
-	rng     *xorshift
+	rng     xorshift
 
 	// The plan last written into the SendBuffer, and its unsent tail.
 	plan     [MaxPlan]pendingDgram
@@ -80,14 +80,14 @@ type fragTally struct {
 	frag   fragCounts
 }
 
-func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, rng *xorshift) {
+func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, seed uint64) {
 	s.row = row
 	s.budget = budget
-	s.rng = rng
+	s.rng = newXorshift(seed)
 	s.nextSeq = 1
 	for t := range s.tx {
 		if s.interval(t) > 0 {
-			off := rng.between(int64(StartOffsetMin), int64(StartOffsetMax))
+			off := s.rng.between(int64(StartOffsetMin), int64(StartOffsetMax))
 			s.tx[t] = transmitter{armed: true, due: start + clock.Time(off)}
 		}
 	}
@@ -349,11 +349,11 @@ func (s *sender) fragStatusArrived(first bool) {
 // random sizes; nothing here needs cryptographic quality.
 type xorshift struct{ s uint64 }
 
-func newXorshift(seed uint64) *xorshift {
+func newXorshift(seed uint64) xorshift {
 	if seed == 0 {
 		seed = 0x9E3779B97F4A7C15
 	}
-	return &xorshift{s: seed}
+	return xorshift{s: seed}
 }
 
 func (x *xorshift) next() uint64 {
