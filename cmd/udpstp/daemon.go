@@ -83,12 +83,9 @@ func daemonize(so serviceOptions) error {
 	if err != nil {
 		return cli.Exit("ERROR: cannot find the udpstp binary to start in the background: "+err.Error(), exitFailure)
 	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitFailure)
-	}
-	defer devnull.Close()
-	stderr := devnull
+	// Standard input and output, and standard error without -l, stay
+	// nil: exec.Cmd connects them to /dev/null.
+	cmd := exec.Command(exe, os.Args[1:]...)
 	if so.LogFile != "" {
 		// Opened here, before detaching, as OB-UDPST does: a log file that
 		// cannot be written is reported on the command line.
@@ -97,16 +94,14 @@ func daemonize(so serviceOptions) error {
 			return logFileError(err)
 		}
 		defer f.Close()
-		stderr = f
+		cmd.Stderr = f
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), exitFailure)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), envDaemonChild+"=3") // ExtraFiles[0] is descriptor 3
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, stderr
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = detachedAttr()
 	if err := cmd.Start(); err != nil {
