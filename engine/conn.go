@@ -78,7 +78,6 @@ type Conn struct {
 	recv     dataphase.RecvBatch
 	fds      [1]waitFD
 	clk      turnClock
-	bp       backpressure // of this turn's sends
 	progress *Progress
 	readable bool // read in the next turn
 }
@@ -174,25 +173,11 @@ func (c *Conn) turn() (again bool) {
 	}
 
 	// Sends first: pacing matters more than reading promptly, and reads
-	// are bounded below.
-	c.bp = bpNone
-	for c.core.Poll(pair, &c.send) {
-		n, err := c.sock.SendBatch(&c.send)
-		pair = c.clk.now()
-		if err != nil {
-			c.fail(c.log, err)
-			return false
-		}
-		c.core.Sent(n, pair)
-		c.worked = true
-		if n < c.send.N {
-			c.bp = backpressureOf(c.sock) // the wait below watches POLLOUT or backs off
-			break
-		}
-		if pair.Mono.Sub(c.clk.start.Mono) >= sendBudget {
-			again = true
-			break
-		}
+	// are bounded below. After backpressure the wait below watches POLLOUT
+	// or backs off.
+	again = c.sendPlans(&c.clk, &c.send, pair, c.log)
+	if c.failed {
+		return false
 	}
 
 	if c.readable {
@@ -228,6 +213,35 @@ const (
 	bpFull                 // EAGAIN: the send buffer is full; POLLOUT ends it
 	bpRefused              // ENOBUFS or EPERM: only time ends it
 )
+
+// sendPlans runs a Test Connection's sends of one turn, for both
+// executors: it polls the core from now and sends each plan, advancing the
+// turn's clock after every send, until the core has none due, the kernel
+// takes a plan short (bp says why; the kernel's count is the core's only
+// backpressure signal) or a send fails (the core is failed). It reports
+// whether the turn's send budget ran out while the core was still sending:
+// it is due still and gets the next turn at once.
+func (s *coreState) sendPlans(clk *turnClock, b *dataphase.SendBuffer, now clock.Pair, log *slog.Logger) (budgetSpent bool) {
+	s.bp = bpNone
+	for s.core.Poll(now, b) {
+		n, err := s.sock.SendBatch(b)
+		now = clk.now()
+		if err != nil {
+			s.fail(log, err)
+			return false
+		}
+		s.core.Sent(n, now)
+		s.worked = true
+		if n < b.N {
+			s.bp = backpressureOf(s.sock)
+			return false
+		}
+		if now.Mono.Sub(clk.start.Mono) >= sendBudget {
+			return true
+		}
+	}
+	return false
+}
 
 func backpressureOf(s *Socket) backpressure {
 	switch {

@@ -16,10 +16,11 @@ type coreState struct {
 	core    Core
 	onEvent func(dataphase.Event)
 
-	stopped      bool // core.Stop was called
-	worked       bool // the last service sent, read or reported something
-	endDelivered bool // an EvEnd went to onEvent
-	failed       bool // core.Fail was called: the executor ends it even if the core does not
+	stopped      bool         // core.Stop was called
+	worked       bool         // the last service sent, read or reported something
+	bp           backpressure // what its last send attempt ran into (sendPlans)
+	endDelivered bool         // an EvEnd went to onEvent
+	failed       bool         // core.Fail was called: the executor ends it even if the core does not
 }
 
 // deliver hands the core's events to onEvent.

@@ -60,13 +60,12 @@ type PoolConn struct {
 
 	// The Engine Thread's state.
 	slot, gen  int32
-	readable   bool         // read at the next read phase
-	inReady    bool         // on the thread's ready list
-	wantOut    bool         // registered for EPOLLOUT after EAGAIN
-	bp         backpressure // of its last service that sent
-	notBefore  clock.Time   // the guard's bound from that service, 0: none
-	closing    bool         // Close was called on the socket
-	retired    bool         // off the thread; done is closed
+	readable   bool       // read at the next read phase
+	inReady    bool       // on the thread's ready list
+	wantOut    bool       // registered for EPOLLOUT after EAGAIN
+	notBefore  clock.Time // the guard's bound from its last service that sent, 0: none
+	closing    bool       // Close was called on the socket
+	retired    bool       // off the thread; done is closed
 	rcvPayload int64
 	lastRead   clock.Time // when a read last returned datagrams
 	cancelFd   int        // the thread's duplicate of the socket's close signal; -1: none
@@ -422,7 +421,9 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 		// before any read reports it.
 		c.fail(t.log, net.ErrClosed)
 	case sends:
-		t.sendConn(c, begin)
+		// After backpressure reschedule backs off or watches EPOLLOUT; a
+		// spent budget leaves c due, served again next turn.
+		c.sendPlans(&t.clk, &t.send, begin, t.log)
 	default:
 		t.readConn(c)
 	}
@@ -434,27 +435,6 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 		return
 	}
 	t.reschedule(c, begin.Mono, sends)
-}
-
-func (t *poolThread) sendConn(c *PoolConn, now clock.Pair) {
-	c.bp = bpNone
-	for c.core.Poll(now, &t.send) {
-		n, err := c.sock.SendBatch(&t.send)
-		now = t.clk.now()
-		if err != nil {
-			c.fail(t.log, err)
-			return
-		}
-		c.core.Sent(n, now)
-		c.worked = true
-		if n < t.send.N {
-			c.bp = backpressureOf(c.sock) // reschedule backs off or watches EPOLLOUT
-			return
-		}
-		if now.Mono.Sub(t.clk.start.Mono) >= sendBudget {
-			return // the turn's budget: still due, served again next turn
-		}
-	}
 }
 
 func (t *poolThread) readConn(c *PoolConn) {
