@@ -707,9 +707,9 @@ func (c *Conn) invalid(kind string, err error, data []byte, n int) {
 		action, flag = data[2], data[3]
 	}
 	switch {
-	case kind == "load" && len(data) >= LoadHeaderLen:
+	case load && len(data) >= LoadHeaderLen:
 		ck = uint16(data[30])<<8 | uint16(data[31])
-	case kind == "status" && len(data) >= StatusLegacyLen:
+	case !load && len(data) >= StatusLegacyLen:
 		off := statusOffNominalCk
 		if c.p.Legacy {
 			off = statusOffLegacyCk
