@@ -70,10 +70,7 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 		}
 	}
 	if v := getenv(envEngineHoldOff); v != "" {
-		d, err := time.ParseDuration(v)
-		if v == "0" {
-			d, err = 0, nil
-		}
+		d, err := time.ParseDuration(v) // "0" needs no unit
 		switch {
 		case err != nil || d < 0:
 			log.Warn("ignoring "+envEngineHoldOff+": want a duration such as 100us, or 0 for none", "value", v)
@@ -84,10 +81,7 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 		}
 	}
 	if v := getenv(envEngineGroup); v != "" {
-		d, err := time.ParseDuration(v)
-		if v == "0" {
-			d, err = 0, nil
-		}
+		d, err := time.ParseDuration(v) // "0" needs no unit
 		if err != nil || d < 0 || d > time.Millisecond {
 			log.Warn("ignoring "+envEngineGroup+": want a duration up to 1ms, or 0 for none", "value", v)
 		} else {
