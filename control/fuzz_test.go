@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
@@ -17,11 +16,6 @@ import (
 // that Decode(Encode(x)) == x. Their seeds are PDUs of our own encoders, a few
 // real OB-UDPST 9.0.0 captures when the reference data is present, and the
 // committed corpus in testdata/fuzz (written by TestWriteFuzzCorpus).
-
-const (
-	fuzzGoldenSeeds = 4
-	fuzzCorpusSize  = 12
-)
 
 // setupClass sorts captured Setup PDUs: request or response, the response
 // code, the auth mode, the length, a checksum. Refusals and crafted requests
@@ -171,9 +165,7 @@ func FuzzSetupPDU(f *testing.F) {
 	full := populatedSetup()
 	addSealed(f, full.Encode(make([]byte, SetupLen)))
 	f.Add(req.Encode(make([]byte, SetupLen))[:52]) // protocol 10 size
-	for _, s := range golden.Samples(f, "ace1", fuzzGoldenSeeds, nil, setupClass) {
-		f.Add(s)
-	}
+	golden.AddSeeds(f, "ace1", nil, setupClass)
 	f.Fuzz(fuzzSetup)
 }
 
@@ -184,9 +176,7 @@ func FuzzNullPDU(f *testing.F) {
 	addSealed(f, plain.Encode(make([]byte, NullLen)))
 	full := populatedNull()
 	addSealed(f, full.Encode(make([]byte, NullLen)))
-	for _, s := range golden.Samples(f, "dead", fuzzGoldenSeeds, nil, nullClass) {
-		f.Add(s)
-	}
+	golden.AddSeeds(f, "dead", nil, nullClass)
 	f.Fuzz(fuzzNull)
 }
 
@@ -203,9 +193,7 @@ func activationSeeds(f *testing.F, legacy bool) {
 	if legacy {
 		conv = activationToLegacy
 	}
-	for _, s := range golden.Samples(f, "ace2", fuzzGoldenSeeds, conv, activationClass) {
-		f.Add(s)
-	}
+	golden.AddSeeds(f, "ace2", conv, activationClass)
 }
 
 // FuzzActivationPDU: the v20 (104-byte) Test Activation decoder never panics,
@@ -223,9 +211,6 @@ func FuzzActivationPDULegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) { fuzzActivation(t, in, true) })
 }
 
-// fuzzCorpusEnv enables TestWriteFuzzCorpus.
-const fuzzCorpusEnv = "UDPSTP_WRITE_CORPUS"
-
 // TestWriteFuzzCorpus regenerates the committed seed corpora of this
 // package's fuzz targets from the OB-UDPST 9.0.0 captures: up to 12 distinct
 // real PDUs per target, from different scenarios. Existing files are kept
@@ -233,14 +218,9 @@ const fuzzCorpusEnv = "UDPSTP_WRITE_CORPUS"
 //
 //	UDPSTP_WRITE_CORPUS=1 go test -run '^TestWriteFuzzCorpus$' ./control
 func TestWriteFuzzCorpus(t *testing.T) {
-	if os.Getenv(fuzzCorpusEnv) != "1" {
-		t.Skipf("set %s=1 to write testdata/fuzz from the OB-UDPST captures", fuzzCorpusEnv)
-	}
-	if d, ok := golden.Dir(); !ok {
-		t.Fatalf("OB-UDPST reference data not found at %q", d)
-	}
-	golden.WriteCorpus(t, "FuzzSetupPDU", golden.Samples(t, "ace1", fuzzCorpusSize, nil, setupClass))
-	golden.WriteCorpus(t, "FuzzNullPDU", golden.Samples(t, "dead", fuzzCorpusSize, nil, nullClass))
-	golden.WriteCorpus(t, "FuzzActivationPDU", golden.Samples(t, "ace2", fuzzCorpusSize, nil, activationClass))
-	golden.WriteCorpus(t, "FuzzActivationPDULegacy", golden.Samples(t, "ace2", fuzzCorpusSize, activationToLegacy, activationClass))
+	golden.RequireCorpusWrite(t)
+	golden.WriteCorpus(t, "FuzzSetupPDU", "ace1", nil, setupClass)
+	golden.WriteCorpus(t, "FuzzNullPDU", "dead", nil, nullClass)
+	golden.WriteCorpus(t, "FuzzActivationPDU", "ace2", nil, activationClass)
+	golden.WriteCorpus(t, "FuzzActivationPDULegacy", "ace2", activationToLegacy, activationClass)
 }

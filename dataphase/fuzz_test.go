@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/udpstp/udpstp/internal/golden"
@@ -17,13 +16,6 @@ import (
 // that Decode(Encode(x)) == x. Their seeds are PDUs of our own encoders, a few
 // real OB-UDPST 9.0.0 captures when the reference data is present, and the
 // committed corpus in testdata/fuzz (written by TestWriteFuzzCorpus).
-
-// goldenSeeds is how many captured PDUs each fuzz target adds with f.Add; the
-// committed corpus holds up to corpusSize more.
-const (
-	goldenSeeds = 4
-	corpusSize  = 12
-)
 
 // loadClass sorts captured Load PDUs by what changes the decoder's path or
 // the sender's state: stop flags, reported status loss, a checksum.
@@ -117,9 +109,7 @@ func FuzzLoadPDU(f *testing.F) {
 		f.Add(append([]byte(nil), b[:]...))
 	}
 	f.Add([]byte{0xbe, 0xef})
-	for _, s := range golden.Samples(f, "beef", goldenSeeds, nil, loadClass) {
-		f.Add(s)
-	}
+	golden.AddSeeds(f, "beef", nil, loadClass)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var h LoadHeader
 		err := h.Decode(in)
@@ -214,9 +204,7 @@ func statusSeeds(f *testing.F, legacy bool) {
 	if legacy {
 		conv = statusToLegacy
 	}
-	for _, s := range golden.Samples(f, "feed", goldenSeeds, conv, statusClass) {
-		f.Add(s)
-	}
+	golden.AddSeeds(f, "feed", conv, statusClass)
 }
 
 // FuzzStatusPDU: the v20 Status decoder never panics, accepts exactly the
@@ -235,9 +223,6 @@ func FuzzStatusPDULegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) { fuzzStatus(t, in, true) })
 }
 
-// corpusEnv enables TestWriteFuzzCorpus.
-const corpusEnv = "UDPSTP_WRITE_CORPUS"
-
 // TestWriteFuzzCorpus regenerates the committed seed corpora of this
 // package's fuzz targets from the OB-UDPST 9.0.0 captures: up to 12 distinct
 // real PDUs per target, from different scenarios. Existing files are kept
@@ -245,13 +230,8 @@ const corpusEnv = "UDPSTP_WRITE_CORPUS"
 //
 //	UDPSTP_WRITE_CORPUS=1 go test -run '^TestWriteFuzzCorpus$' ./dataphase
 func TestWriteFuzzCorpus(t *testing.T) {
-	if os.Getenv(corpusEnv) != "1" {
-		t.Skipf("set %s=1 to write testdata/fuzz from the OB-UDPST captures", corpusEnv)
-	}
-	if d, ok := golden.Dir(); !ok {
-		t.Fatalf("OB-UDPST reference data not found at %q", d)
-	}
-	golden.WriteCorpus(t, "FuzzLoadPDU", golden.Samples(t, "beef", corpusSize, nil, loadClass))
-	golden.WriteCorpus(t, "FuzzStatusPDU", golden.Samples(t, "feed", corpusSize, nil, statusClass))
-	golden.WriteCorpus(t, "FuzzStatusPDULegacy", golden.Samples(t, "feed", corpusSize, statusToLegacy, statusClass))
+	golden.RequireCorpusWrite(t)
+	golden.WriteCorpus(t, "FuzzLoadPDU", "beef", nil, loadClass)
+	golden.WriteCorpus(t, "FuzzStatusPDU", "feed", nil, statusClass)
+	golden.WriteCorpus(t, "FuzzStatusPDULegacy", "feed", statusToLegacy, statusClass)
 }

@@ -9,6 +9,37 @@ import (
 	"testing"
 )
 
+// The fuzz targets' seeds: fuzzSeeds captured PDUs added with f.Add, and up
+// to corpusSize more in the committed corpus, which a TestWriteFuzzCorpus
+// writes when CorpusEnv is 1.
+const (
+	fuzzSeeds  = 4
+	corpusSize = 12
+	CorpusEnv  = "UDPSTP_WRITE_CORPUS"
+)
+
+// AddSeeds adds up to fuzzSeeds captured datagrams with pdu_id id to f's
+// seeds, picked and converted as Samples does; none when the reference data
+// is absent.
+func AddSeeds(f *testing.F, id string, conv func([]byte) []byte, class func([]byte) string) {
+	f.Helper()
+	for _, s := range Samples(f, id, fuzzSeeds, conv, class) {
+		f.Add(s)
+	}
+}
+
+// RequireCorpusWrite skips a corpus-writing test unless CorpusEnv is 1, and
+// fails it when the reference data it writes from is absent.
+func RequireCorpusWrite(t *testing.T) {
+	t.Helper()
+	if os.Getenv(CorpusEnv) != "1" {
+		t.Skipf("set %s=1 to write testdata/fuzz from the OB-UDPST captures", CorpusEnv)
+	}
+	if d, ok := Dir(); !ok {
+		t.Fatalf("OB-UDPST reference data not found at %q", d)
+	}
+}
+
 // Samples returns, for seeding fuzz targets, up to n distinct captured datagrams with pdu_id id,
 // spread over as many scenarios as possible: the candidates are taken one per
 // scenario in turn (each scenario's capture spread out), and the first pass
@@ -94,6 +125,7 @@ func Samples(tb testing.TB, id string, n int, conv func([]byte) []byte, class fu
 	return out
 }
 
+// Spread reorders a list so that its first entries are far apart: the
 // middle one first, then steps of about 0.618 of its length.
 func Spread[T any](all []T) []T {
 	n := len(all)
@@ -115,11 +147,13 @@ func Spread[T any](all []T) []T {
 	return out
 }
 
-// WriteCorpus writes inputs into testdata/fuzz/<name> exactly as `go test
-// -fuzz` writes its findings: the v1 encoding, named by the first 16 hex
-// digits of the SHA-256 of the file's content.
-func WriteCorpus(t *testing.T, name string, inputs [][]byte) {
+// WriteCorpus writes up to corpusSize captured datagrams with pdu_id id,
+// picked and converted as Samples does, into testdata/fuzz/<name> exactly as
+// `go test -fuzz` writes its findings: the v1 encoding, named by the first
+// 16 hex digits of the SHA-256 of the file's content.
+func WriteCorpus(t *testing.T, name, id string, conv func([]byte) []byte, class func([]byte) string) {
 	t.Helper()
+	inputs := Samples(t, id, corpusSize, conv, class)
 	if len(inputs) == 0 {
 		t.Fatalf("%s: no inputs", name)
 	}
