@@ -19,7 +19,7 @@ type admission struct {
 
 // grant is one accepted Test Connection's reservation.
 type grant struct {
-	up  bool
+	dir int // the pool: dirIndex of the request's maxBandwidth
 	mbw int
 }
 
@@ -46,10 +46,10 @@ func (a *admission) checkBandwidth(maxBandwidth uint16) uint8 {
 func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	g := grant{up: maxBandwidth&MaxBandwidthUpstream != 0}
+	g := grant{dir: dirIndex(maxBandwidth)}
 	if a.maxBW > 0 {
 		g.mbw = int(maxBandwidth & MaxBandwidthMask)
-		if a.used[dirIndex(maxBandwidth)]+g.mbw > a.maxBW {
+		if a.used[g.dir]+g.mbw > a.maxBW {
 			return grant{}, SetupCapExceeded
 		}
 	}
@@ -57,7 +57,7 @@ func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 		return grant{}, SetupConnFail
 	}
 	a.conns++
-	a.used[dirIndex(maxBandwidth)] += g.mbw
+	a.used[g.dir] += g.mbw
 	a.notePeak()
 	return g, 0
 }
@@ -69,11 +69,7 @@ func (a *admission) release(g grant) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.conns--
-	i := 0
-	if g.up {
-		i = 1
-	}
-	a.used[i] = max(0, a.used[i]-g.mbw)
+	a.used[g.dir] = max(0, a.used[g.dir]-g.mbw)
 }
 
 // snapshot returns the Test Connections and bandwidth in use.
@@ -83,6 +79,8 @@ func (a *admission) snapshot() (conns, down, up int) {
 	return a.conns, a.used[0], a.used[1]
 }
 
+// dirIndex is the pool a request's maxBandwidth draws on: 0 downstream, 1
+// upstream.
 func dirIndex(maxBandwidth uint16) int {
 	if maxBandwidth&MaxBandwidthUpstream != 0 {
 		return 1
