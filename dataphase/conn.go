@@ -395,22 +395,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
 		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
 	}
-	if c.rcv.closeSubInterval(now.Wall, c.periodMs, c.trialMs) {
-		r := SubIntervalResult{
-			Seq:           c.rcv.subSeq,
-			Stats:         c.rcv.saved,
-			CECount:       c.rcv.savedCE,
-			ClockDeltaMin: c.rcv.clockDeltaMin,
-			ClockDeltaSet: c.rcv.clockDeltaSet,
-			RTTMinimum:    c.rcv.rttMinimum,
-			RTTSum:        c.rcv.rttSum,
-			RTTCnt:        c.rcv.rttCnt,
-			Bleached:      c.rcv.bleach,
-			ExtraPackets:  c.rcv.savedFrag.pkts,
-			ExtraIPBytes:  c.rcv.savedFrag.bytes,
-			Wall:          now.Wall,
-		}
-		c.rcv.rttSum, c.rcv.rttCnt = 0, 0
+	if r, ok := c.rcv.closeSubInterval(now.Wall, c.periodMs, c.trialMs); ok {
 		c.subInterval(r)
 	}
 	if c.confirm {

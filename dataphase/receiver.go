@@ -84,7 +84,6 @@ type receiver struct {
 	accumMs    uint32
 	saved      SubIntervalStats
 	savedCE    uint32
-	savedFrag  fragCounts
 
 	// frag is the path's fragmentation arithmetic (frag.go).
 	frag fragPlan
@@ -271,19 +270,20 @@ func (r *receiver) buildStatus(s *StatusPDU, nowWall int64) {
 
 // closeSubInterval runs after each Status PDU is sent: the first send starts
 // the first Sub-Interval; later ones close it once it has run longer than
-// period - trial/2 (ms), so boundaries fall on Status PDUs. It reports
-// whether a Sub-Interval closed; r.saved then holds it.
-func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) bool {
+// period - trial/2 (ms), so boundaries fall on Status PDUs. When one closes
+// it returns its result (r.saved then holds its statistics for the next
+// Status PDUs) and starts the RTT sums of the next.
+func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) (SubIntervalResult, bool) {
 	if !r.subStarted {
 		r.subStarted = true
 		r.subStart = nowWall
 		r.sub.reset()
-		return false
+		return SubIntervalResult{}, false
 	}
 	elapsed := nowWall - r.subStart
 	elapsedMs := roundMs(elapsed)
 	if elapsedMs <= periodMs-trialMs/2 {
-		return false
+		return SubIntervalResult{}, false
 	}
 	r.subSeq++
 	r.accumMs += uint32(elapsedMs)
@@ -303,8 +303,22 @@ func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) bool
 		AccumTime:   r.accumMs,
 	}
 	r.savedCE = r.sub.ce
-	r.savedFrag = r.sub.frag
+	res := SubIntervalResult{
+		Seq:           r.subSeq,
+		Stats:         r.saved,
+		CECount:       r.savedCE,
+		ClockDeltaMin: r.clockDeltaMin,
+		ClockDeltaSet: r.clockDeltaSet,
+		RTTMinimum:    r.rttMinimum,
+		RTTSum:        r.rttSum,
+		RTTCnt:        r.rttCnt,
+		Bleached:      r.bleach,
+		ExtraPackets:  r.sub.frag.pkts,
+		ExtraIPBytes:  r.sub.frag.bytes,
+		Wall:          nowWall,
+	}
+	r.rttSum, r.rttCnt = 0, 0
 	r.sub.reset()
 	r.subStart = nowWall
-	return true
+	return res, true
 }
