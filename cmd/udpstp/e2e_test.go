@@ -102,26 +102,44 @@ func (p *proc) log() string {
 // until it answers; it is stopped with SIGINT when the test ends.
 func spawnServer(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...)}
-	stderr, _ := p.cmd.StderrPipe()
-	p.cmd.Stdout = p.cmd.Stderr
-	if bin != udpstpBin {
-		p.cmd.Stdout = nil
+	p := startServerProc(t, exec.Command(bin, args...), bin == udpstpBin)
+	p.stopAtCleanup(t, filepath.Base(bin))
+	return p
+}
+
+// startServerProc starts cmd, a server, with its standard error (and,
+// for ours, its output) in the proc's log, and waits until it answers:
+// ours logs that it started; udpst says nothing, so it gets 300 ms.
+func startServerProc(t *testing.T, cmd *exec.Cmd, ours bool) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	if ours {
+		cmd.Stdout = cmd.Stderr
+	}
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ready := p.watch(stderr)
-	if bin == udpstpBin {
-		select {
-		case <-ready:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			t.Fatalf("server did not start: %s", p.log())
-		}
-	} else {
-		time.Sleep(300 * time.Millisecond) // udpst says nothing when ready
+	if !ours {
+		time.Sleep(300 * time.Millisecond)
+		return p
 	}
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("server did not start: %s", p.log())
+	}
+	return p
+}
+
+// stopAtCleanup interrupts the server when the test ends and gives it 8 s
+// to stop.
+func (p *proc) stopAtCleanup(t *testing.T, name string) {
 	t.Cleanup(func() {
 		p.cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
@@ -130,10 +148,10 @@ func spawnServer(t *testing.T, bin string, args ...string) *proc {
 		case <-done:
 		case <-time.After(8 * time.Second):
 			p.cmd.Process.Kill()
-			t.Errorf("server did not stop within 8 s of SIGINT")
+			<-done
+			t.Errorf("%s server did not stop within 8 s of SIGINT", name)
 		}
 	})
-	return p
 }
 
 // testResult is the part of OB-UDPST's client JSON the tests read.

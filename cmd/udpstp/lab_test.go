@@ -35,14 +35,12 @@ package main
 // was busy elsewhere falls short; five at the top leave room for that.
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,53 +93,7 @@ func labServer(t *testing.T, l *netlab.Lab, impl labImpl, extra ...string) {
 	if impl.ours {
 		args = append([]string{"server"}, args...)
 	}
-	cmd := l.Command(l.ServerNS, impl.bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var logs []string
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := sync.Once{}
-		for sc.Scan() {
-			mu.Lock()
-			logs = append(logs, sc.Text())
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "server started") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	if impl.ours {
-		select {
-		case <-ready:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("server did not start: %s", strings.Join(logs, "\n"))
-		}
-	} else {
-		time.Sleep(300 * time.Millisecond) // udpst says nothing when ready
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(8 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("%s server did not stop within 8 s of SIGINT", impl.name)
-		}
-	})
+	startServerProc(t, l.Command(l.ServerNS, impl.bin, args...), impl.ours).stopAtCleanup(t, impl.name)
 }
 
 // labClient runs impl's client in the client namespace to completion

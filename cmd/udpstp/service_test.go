@@ -109,28 +109,16 @@ func is(s string) func(string) bool { return func(m string) bool { return m == s
 // the test if it still runs.
 func startService(t *testing.T, env []string, files []*os.File, argv ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(argv[0], argv[1:]...)}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.ExtraFiles = files
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := p.watch(stderr)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.ExtraFiles = files
+	p := startServerProc(t, cmd, true)
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			p.cmd.Process.Kill()
 			p.cmd.Wait()
 		}
 	})
-	select {
-	case <-ready:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("server did not start: %s", p.log())
-	}
 	return p
 }
 
