@@ -54,7 +54,6 @@ type Conn struct {
 	lastSubSeq    uint32
 	peerRTTSum    uint32
 	peerRTTCnt    uint32
-	fragWindow    bool // the sender's fragmentation window is open (frag.go)
 
 	// Server: over-rate policing of an upstream Load Sender.
 	assigned  []float64 // nominal Mbps of the rows of the last policeWindow of Status PDUs
@@ -639,12 +638,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.peerRTTSum, c.peerRTTCnt = 0, 0
 		c.subInterval(r)
 	}
-	if c.snd.fragOn {
-		// The receiver's first Sub-Interval began when it sent its first
-		// Status PDU.
-		c.snd.fragStatusArrived(!c.fragWindow)
-		c.fragWindow = true
-	}
+	c.snd.fragStatusArrived()
 	if c.p.Server {
 		if stop {
 			c.end(EndStopped)

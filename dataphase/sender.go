@@ -68,6 +68,7 @@ type sender struct {
 	// began (as far as this end can tell).
 	frag       fragPlan
 	fragOn     bool
+	fragOpen   bool // a Status PDU arrived: the receiver's Sub-Intervals began
 	fragTotal  fragTally
 	fragStatus fragTally
 	fragStart  fragTally
@@ -336,12 +337,16 @@ func (s *sender) takeCounters(r *SubIntervalResult) {
 }
 
 // fragStatusArrived notes a Status PDU's arrival for the fragmentation
-// window, after its Sub-Interval (if any) was taken; the first one opens
-// the receiver's first Sub-Interval.
-func (s *sender) fragStatusArrived(first bool) {
+// window, after its Sub-Interval (if any) was taken. The first one opens
+// the window: the receiver's first Sub-Interval began when it sent its
+// first Status PDU.
+func (s *sender) fragStatusArrived() {
+	if !s.fragOn {
+		return
+	}
 	s.fragStatus = s.fragTotal
-	if first {
-		s.fragStart = s.fragTotal
+	if !s.fragOpen {
+		s.fragStart, s.fragOpen = s.fragTotal, true
 	}
 }
 
