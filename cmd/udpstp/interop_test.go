@@ -12,14 +12,38 @@ import (
 // UDPST_BIN.
 func udpstBin(t *testing.T) string {
 	t.Helper()
-	b := os.Getenv("UDPST_BIN")
+	b := optionalUdpstBin(t)
 	if b == "" {
 		t.Skip("UDPST_BIN is not set: no OB-UDPST binary to interoperate with (see DEVELOPERS.md)")
+	}
+	return b
+}
+
+// optionalUdpstBin returns UDPST_BIN, or "" when it is not set; a binary
+// that is not there fails the test.
+func optionalUdpstBin(t *testing.T) string {
+	t.Helper()
+	b := os.Getenv("UDPST_BIN")
+	if b == "" {
+		return ""
 	}
 	if _, err := os.Stat(b); err != nil {
 		t.Fatalf("UDPST_BIN=%s: %v", b, err)
 	}
 	return b
+}
+
+// takeAllSlots holds every end-to-end slot until t ends: a comparison,
+// like the lab, needs the CPUs to itself.
+func takeAllSlots(t *testing.T) {
+	for range cap(e2eSlots) {
+		e2eSlots <- struct{}{}
+	}
+	t.Cleanup(func() {
+		for range cap(e2eSlots) {
+			<-e2eSlots
+		}
+	})
 }
 
 // TestInterop runs our client against udpst as server and udpst as client
@@ -39,10 +63,7 @@ func TestInterop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("interop runs real 5 s tests (skipped with -short)")
 	}
-	// Take both slots: the comparison needs the CPUs to itself.
-	e2eSlots <- struct{}{}
-	e2eSlots <- struct{}{}
-	defer func() { <-e2eSlots; <-e2eSlots }()
+	takeAllSlots(t)
 	const host = "127.0.0.1"
 	for _, dir := range []string{"-d", "-u"} {
 		for _, key := range []string{"", "interop-key-0123"} {
@@ -105,9 +126,7 @@ func TestInteropMultiConnection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("interop runs real 5 s tests (skipped with -short)")
 	}
-	e2eSlots <- struct{}{}
-	e2eSlots <- struct{}{}
-	defer func() { <-e2eSlots; <-e2eSlots }()
+	takeAllSlots(t)
 	for _, dir := range []string{"-d", "-u"} {
 		for _, pair := range []struct {
 			name           string

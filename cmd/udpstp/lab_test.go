@@ -38,7 +38,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -289,15 +288,9 @@ func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network lab: real tests of 5-10 s (skipped with -short)")
 	}
-	// Take both end-to-end slots: the lab measures the machine too.
-	e2eSlots <- struct{}{}
-	e2eSlots <- struct{}{}
-	defer func() { <-e2eSlots; <-e2eSlots }()
+	takeAllSlots(t) // the lab measures the machine too
 	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
-	if b := os.Getenv("UDPST_BIN"); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("UDPST_BIN=%s: %v", b, err)
-		}
+	if b := optionalUdpstBin(t); b != "" {
 		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
 	} else {
 		t.Log("UDPST_BIN is not set: the lab runs udpstp only (see DEVELOPERS.md)")
