@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/clock"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,7 +74,7 @@ func TestReadServeKeepsOverdueSend(t *testing.T) {
 	c.th = th
 	th.clk.read()
 	th.add(c)
-	th.serve(c, true)
+	th.serve(c, th.clk.now(), true)
 	a.sys.lastBackpressure = unix.ENOBUFS // as if that send had been refused
 	time.Sleep(2 * time.Millisecond)      // the core's next send is overdue now
 	for i := 0; i < 5; i++ {
@@ -81,7 +82,7 @@ func TestReadServeKeepsOverdueSend(t *testing.T) {
 		time.Sleep(20 * time.Microsecond)
 		th.clk.read()
 		c.readable = true
-		th.serve(c, false)
+		th.serve(c, clock.Pair{}, false)
 		if now := th.clk.now().Mono; c.hn.key > now {
 			t.Fatalf("read service %d pushed the overdue send %v into the future", i, c.hn.key.Sub(now))
 		}

@@ -166,6 +166,7 @@ func (c *Conn) turn() (again bool) {
 	c.turns.Add(1)
 	c.worked = false
 	pair := c.clk.read()
+	c.progress.busy(c.clk.at)
 
 	if c.stopReq.Load() && !c.stopped {
 		c.stopped = true

@@ -322,10 +322,9 @@ func (t *poolThread) run() {
 	}()
 	var yielded clock.Time
 	for !t.quitting {
-		t.progress.busy()
 		again := t.turn()
 		t.progress.idle()
-		if now := t.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) && yieldEvery > 0 {
+		if now := t.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) {
 			// See yieldEvery.
 			yielded = now
 			runtime.Gosched()
@@ -341,6 +340,7 @@ func (t *poolThread) run() {
 func (t *poolThread) turn() (again bool) {
 	t.turns.Add(1)
 	t.clk.read()
+	t.progress.busy(t.clk.at)
 	if t.pending.Load() {
 		t.takeCommands()
 	}
@@ -364,7 +364,7 @@ func (t *poolThread) turn() (again bool) {
 			again = true
 			break
 		}
-		t.serve(c, true)
+		t.serve(c, now, true)
 	}
 
 	// Then one bounded read per readable Test Connection; those not
@@ -374,7 +374,7 @@ func (t *poolThread) turn() (again bool) {
 	for i := 0; i < n; i++ {
 		c := t.ready[i]
 		if !c.retired && c.readable {
-			t.serve(c, false)
+			t.serve(c, clock.Pair{}, false)
 		}
 		if !c.retired && c.readable {
 			t.ready[keep] = c
@@ -402,10 +402,12 @@ func (t *poolThread) turn() (again bool) {
 	return again
 }
 
-// serve runs one Test Connection's sends (sends) or read, delivers its
-// events and puts it back into the heap, or retires it once it is done. A
-// panic retires this Test Connection only.
-func (t *poolThread) serve(c *PoolConn, sends bool) {
+// serve runs one Test Connection's sends (sends, polling the core from
+// now: the turn's clock as the send phase found c due) or read, delivers
+// its events and puts it back into the heap, or retires it once it is done.
+// A read takes no time argument (now is unused), so it costs no clock
+// read. A panic retires this Test Connection only.
+func (t *poolThread) serve(c *PoolConn, now clock.Pair, sends bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.retire(c, r, debug.Stack())
@@ -413,7 +415,6 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 	}()
 	c.turns.Add(1)
 	c.worked = false
-	begin := t.clk.now()
 	switch {
 	case c.closing:
 		// Close was called on the socket: what the executor does next
@@ -423,7 +424,7 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 	case sends:
 		// After backpressure reschedule backs off or watches EPOLLOUT; a
 		// spent budget leaves c due, served again next turn.
-		c.sendPlans(&t.clk, &t.send, begin, t.log)
+		c.sendPlans(&t.clk, &t.send, now, t.log)
 	default:
 		t.readConn(c)
 	}
@@ -434,7 +435,7 @@ func (t *poolThread) serve(c *PoolConn, sends bool) {
 		t.remove(c)
 		return
 	}
-	t.reschedule(c, begin.Mono, sends)
+	t.reschedule(c, now.Mono, sends)
 }
 
 func (t *poolThread) readConn(c *PoolConn) {

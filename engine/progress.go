@@ -38,9 +38,14 @@ func (p *Progress) unregister() {
 	threads.mu.Unlock()
 }
 
-// busy marks the start of a turn.
-func (p *Progress) busy() {
-	p.busySince.Store(int64(time.Since(monoBase)) | 1) // never 0
+// busy marks the start of a turn whose clock was read at at (turnClock.at,
+// time since monoBase): the turn's own reading, so marking it costs no
+// second clock read per turn. A nil Progress (a test driving turns itself)
+// marks nothing.
+func (p *Progress) busy(at time.Duration) {
+	if p != nil {
+		p.busySince.Store(int64(at) | 1) // never 0
+	}
 }
 
 // idle marks the start of a wait.

@@ -56,7 +56,6 @@ func (c *Conn) loop() {
 	}()
 	var yielded clock.Time
 	for !c.core.Done() && !c.failed {
-		c.progress.busy()
 		again := c.turn()
 		if now := c.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) {
 			// See yieldEvery: a locked goroutine that never
