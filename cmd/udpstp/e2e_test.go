@@ -54,6 +54,16 @@ func e2e(t *testing.T) {
 	t.Cleanup(func() { <-e2eSlots })
 }
 
+// processTest marks a test that starts processes but moves little data:
+// it runs in parallel, without a slot, and not with -short.
+func processTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+}
+
 // freePort returns a UDP port nothing listens on right now, on the given
 // loopback address.
 func freePort(t *testing.T, host string) int {
@@ -303,10 +313,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if testing.Short() {
-				t.Skip("starts processes")
-			}
-			t.Parallel()
+			processTest(t)
 			port := freePort(t, "127.0.0.1")
 			if c.name != "no-server" {
 				spawnServer(t, udpstpBin, append([]string{"server", "-p", fmt.Sprint(port), "127.0.0.1"}, c.server...)...)

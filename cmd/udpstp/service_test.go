@@ -272,17 +272,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("statistics files: %v", files)
 	}
-	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := os.ReadFile(filepath.Join(golden.Require(t), "server_perf_stats.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := golden.SameJSONShape(b, ref); err != nil {
-		t.Errorf("-G file: %v\n%s", err, b)
-	}
+	b := readStatsFile(t, files[0])
 	var doc struct {
 		ProcessID   int `json:"process_id"`
 		ControlPort int `json:"control_port"`
@@ -321,6 +311,24 @@ func TestServiceLifecycle(t *testing.T) {
 		t.Errorf("-G figures: pid %d, port %d, accepts %d, max connections %d, queued %.2f/s, delivered %.2f/s",
 			doc.ProcessID, doc.ControlPort, doc.Counters.Setup.Accepts, maxConns, queued, delivered)
 	}
+}
+
+// readStatsFile reads the -G file at path and checks that it has the shape
+// of OB-UDPST's (the golden server_perf_stats.json).
+func readStatsFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(filepath.Join(golden.Require(t), "server_perf_stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := golden.SameJSONShape(b, ref); err != nil {
+		t.Errorf("-G file: %v\n%s", err, b)
+	}
+	return b
 }
 
 // wedgeCore is a Data Phase core whose first turn never ends until
@@ -466,10 +474,7 @@ func lineWith(log, s string) string {
 // with Setup Requests gets its burst answered and the rest dropped and
 // counted, while a client from another address still gets in.
 func TestSetupFloodIsLimitedPerSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
+	processTest(t)
 	nl := listenNotify(t)
 	port := freePort(t, "127.0.0.1")
 	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path}, nil, udpstpBin, "server", "--setup-rate", "5", "-p", fmt.Sprint(port), "127.0.0.1")
@@ -519,10 +524,7 @@ func TestSetupFloodIsLimitedPerSource(t *testing.T) {
 // TestStatsFileWrittenPeriodically: -G files appear on their own, named by
 // the strftime pattern, in OB-UDPST's schema; no temporary file is left.
 func TestStatsFileWrittenPeriodically(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
+	processTest(t)
 	dir := t.TempDir()
 	port := freePort(t, "127.0.0.1")
 	p := startService(t, []string{envStatsTiming + "=200ms,600ms"}, nil,
@@ -541,17 +543,7 @@ func TestStatsFileWrittenPeriodically(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond)
-	b, err := os.ReadFile(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := os.ReadFile(filepath.Join(golden.Require(t), "server_perf_stats.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := golden.SameJSONShape(b, ref); err != nil {
-		t.Errorf("%v\n%s", err, b)
-	}
+	readStatsFile(t, want)
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if strings.Contains(e.Name(), ".tmp") {
@@ -564,10 +556,7 @@ func TestStatsFileWrittenPeriodically(t *testing.T) {
 // server runs in the background; its log goes to the -l file, which is
 // renamed to .old past -k thousand bytes.
 func TestDaemonAndLogFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
+	processTest(t)
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "udpstp.log")
 	port := freePort(t, "127.0.0.1")
@@ -644,10 +633,7 @@ func stopPid(pid int) error {
 // TestSocketActivation: a control socket passed as systemd does
 // (LISTEN_FDS, LISTEN_PID, descriptor 3) is used instead of binding.
 func TestSocketActivation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
+	processTest(t)
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -682,10 +668,7 @@ func TestSocketActivation(t *testing.T) {
 // option, with a non-zero status, before any socket is opened (the -G
 // check comes first even when the port is taken).
 func TestServiceOptionErrors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
+	processTest(t)
 	taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
