@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,7 +179,7 @@ func TestClientOptions(t *testing.T) {
 	used := map[string]bool{}
 	for _, tt := range tests {
 		args := append([]string{"h"}, tt.args...)
-		if !hasArg(tt.args, "-u") {
+		if !slices.Contains(tt.args, "-u") {
 			args = append(args, "-d")
 		}
 		got, _ := mustClient(t, args...)
@@ -259,15 +260,6 @@ func TestServerOptions(t *testing.T) {
 			t.Errorf("server option %s is not exercised", &o)
 		}
 	}
-}
-
-func hasArg(args []string, a string) bool {
-	for _, x := range args {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }
 
 // markUsed records which options args name, by letter or long name.
