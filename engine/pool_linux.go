@@ -304,15 +304,9 @@ func (t *poolThread) enqueue(c *PoolConn, stop bool) bool {
 
 // run is the Engine Thread.
 func (t *poolThread) run() {
-	// Locked for good, as Conn's thread: the 1 ns timer slack leaves with
-	// the OS thread.
-	runtime.LockOSThread()
+	t.progress = becomeEngineThread(t.log)
 	defer close(t.done)
-	t.progress = registerProgress()
 	defer t.progress.unregister()
-	if err := SetTimerSlack(1); err != nil {
-		t.log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			t.die(r, debug.Stack())
@@ -320,15 +314,11 @@ func (t *poolThread) run() {
 		unix.Close(t.epfd)
 		t.wk.Close()
 	}()
-	var yielded clock.Time
+	var y yielder
 	for !t.quitting {
 		again := t.turn()
 		t.progress.idle()
-		if now := t.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) {
-			// See yieldEvery.
-			yielded = now
-			runtime.Gosched()
-		}
+		y.afterTurn(t.clk.start.Mono)
 		if !again && !t.quitting {
 			t.waitTurn()
 		}

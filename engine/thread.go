@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -20,23 +21,43 @@ import (
 // costs two thread switches; every 5 ms it is 200 a second.
 const yieldEvery = 5 * time.Millisecond
 
+// yielder passes an Engine Thread through the scheduler every yieldEvery
+// (see there): it holds when the thread last did.
+type yielder clock.Time
+
+// afterTurn yields if yieldEvery passed since the last yield; now is the
+// clock of the turn just run (turnClock.start), so it reads no clock.
+func (y *yielder) afterTurn(now clock.Time) {
+	if now-clock.Time(*y) >= clock.Time(yieldEvery) {
+		*y = yielder(now)
+		runtime.Gosched()
+	}
+}
+
+// becomeEngineThread makes the calling goroutine an Engine Thread, of a
+// Conn or of the pool: locked to its OS thread for good (a goroutine that
+// exits while locked takes its OS thread with it, and with the thread its
+// timer slack, so no other goroutine ever runs with the 1 ns slack), timer
+// slack 1 ns, and a Progress for the watchdog, which the caller
+// unregisters when the thread ends.
+func becomeEngineThread(log *slog.Logger) *Progress {
+	runtime.LockOSThread()
+	if err := SetTimerSlack(1); err != nil {
+		log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
+	}
+	return registerProgress()
+}
+
 // run is the Engine Thread of one Conn.
 func (c *Conn) run() {
-	// Locked for good: a goroutine that exits while locked takes its OS
-	// thread with it, and with the thread its timer slack; no other
-	// goroutine ever runs with the 1 ns slack.
-	runtime.LockOSThread()
+	c.progress = becomeEngineThread(c.log)
 	defer close(c.done)
 	defer func() {
 		if c.wk != nil {
 			c.wk.Close()
 		}
 	}()
-	c.progress = registerProgress()
 	defer c.progress.unregister()
-	if err := SetTimerSlack(1); err != nil {
-		c.log.Warn("engine: timer slack stays at its default; waits end up to 50 µs late", "err", err)
-	}
 	c.loop()
 	if !c.endDelivered {
 		// Done without an EvEnd is a core bug; whoever waits for the end
@@ -54,16 +75,10 @@ func (c *Conn) loop() {
 			c.retire(r, debug.Stack())
 		}
 	}()
-	var yielded clock.Time
+	var y yielder
 	for !c.core.Done() && !c.failed {
 		again := c.turn()
-		if now := c.clk.start.Mono; now-yielded >= clock.Time(yieldEvery) {
-			// See yieldEvery: a locked goroutine that never
-			// passes through the scheduler makes sysmon retake its P at
-			// every wait, at several wake-ups each.
-			yielded = now
-			runtime.Gosched()
-		}
+		y.afterTurn(c.clk.start.Mono)
 		if c.core.Done() || c.failed {
 			return
 		}
