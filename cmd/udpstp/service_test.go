@@ -162,22 +162,6 @@ func clientInBackground(args ...string) <-chan clientRun {
 	return ch
 }
 
-// testNet is a control.Network over the engine's sockets for the Control
-// Phase only: a client that activates and goes away.
-type testNet struct{}
-
-func (testNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
-	s, err := engine.OpenUDP(laddr, engine.SocketOptions{Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func (testNet) RunDataPhase(control.Socket, *dataphase.Conn, func(dataphase.Event)) control.DataPhase {
-	panic("testNet runs no Data Phase")
-}
-
 // activateAt sets up and activates one Test Connection on the server at
 // port (with a key when key is not ""), then drops it: the server ends it
 // after its 3 s watchdog. It tells whether the server let the client in.
@@ -189,7 +173,7 @@ func activateAt(port int, key string, id uint8) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cc, err := control.Activate(ctx, testNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, 1, func(string) {})
+	cc, err := control.Activate(ctx, &engineNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, 1, func(string) {})
 	if err != nil {
 		return err
 	}
