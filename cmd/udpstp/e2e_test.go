@@ -193,19 +193,13 @@ type testResult struct {
 // runTestProc runs a client to completion and reads its JSON testResult.
 func runTestProc(t *testing.T, bin string, args ...string) (testResult, int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
 	if len(args) > 0 && args[0] == "client" {
 		args = append([]string{"client", "-f", "json"}, args[1:]...)
 	} else {
 		args = append([]string{"-f", "json"}, args...)
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	out, err := cmd.Output()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, code, err := runClientProc(bin, args...)
+	if err != nil {
 		t.Fatalf("%s %v: %v", bin, args, err)
 	}
 	var r testResult
@@ -216,6 +210,19 @@ func runTestProc(t *testing.T, bin string, args ...string) (testResult, int, str
 		t.Errorf("exit status %d, JSON ErrorStatus %d", code, r.ErrorStatus)
 	}
 	return r, code, string(out)
+}
+
+// runClientProc runs a client to completion, killing it after 40 s, and
+// returns its standard output and exit status; err says why it did not
+// run at all.
+func runClientProc(bin string, args ...string) (out []byte, code int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	out, err = exec.CommandContext(ctx, bin, args...).Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out, ee.ExitCode(), nil
+	}
+	return out, 0, err
 }
 
 func ourClient(t *testing.T, args ...string) (testResult, int, string) {
@@ -489,10 +496,9 @@ func TestMultiConnection(t *testing.T) {
 				hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", freePort(t, "127.0.0.1")))
 			}
 			args := append(append([]string{"client", "-f", "json", "-t", "5"}, c.args...), hosts...)
-			out, err := exec.Command(udpstpBin, args...).Output()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
+			out, code, err := runClientProc(udpstpBin, args...)
+			if err != nil {
+				t.Fatal(err)
 			}
 			var r multiResult
 			if err := json.Unmarshal(out, &r); err != nil {

@@ -145,15 +145,8 @@ type clientRun struct {
 func clientInBackground(args ...string) <-chan clientRun {
 	ch := make(chan clientRun, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, udpstpBin, append([]string{"client", "-f", "json"}, args...)...).Output()
-		r := clientRun{out: string(out)}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		} else {
-			r.err = err
-		}
+		out, code, err := runClientProc(udpstpBin, append([]string{"client", "-f", "json"}, args...)...)
+		r := clientRun{out: string(out), code: code, err: err}
 		if r.err == nil {
 			r.err = json.Unmarshal(out, &r.res)
 		}
