@@ -36,7 +36,7 @@ func TestNoSpinAfterEAGAIN(t *testing.T) {
 				p := NewPool(PoolOptions{Threads: 1})
 				c := p.Run(a, newFakeCore(interval, 0), nil)
 				wakeups = func() uint64 { return p.Stats().Wakeups }
-				stop = func() { c.Stop(); waitPoolDone(t, c, 2*time.Second); p.Close() }
+				stop = func() { c.Stop(); waitDone(t, c, 2*time.Second); p.Close() }
 			} else {
 				c := RunConn(a, newFakeCore(interval, 0), nil, nil)
 				wakeups = func() uint64 { return c.Stats().Wakeups }

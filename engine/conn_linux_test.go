@@ -27,16 +27,20 @@ func (c *slackCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	return c.fakeCore.Poll(now, b)
 }
 
-func TestConnTimerSlack(t *testing.T) {
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := &slackCore{fakeCore: newFakeCore(time.Millisecond, 5*time.Millisecond)}
-	c := RunConn(a, core, nil, nil)
-	waitDone(t, c, 2*time.Second)
-	if core.slack != 1 {
-		t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
-	}
-	// The test's own thread keeps the default.
-	if s, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); s == 1 {
-		t.Fatalf("timer slack leaked to another thread")
+func TestTimerSlack(t *testing.T) {
+	for _, r := range runners {
+		t.Run(r.name, func(t *testing.T) {
+			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+			core := &slackCore{fakeCore: newFakeCore(time.Millisecond, 5*time.Millisecond)}
+			c := r.run(t, a, core, nil)
+			waitDone(t, c, 2*time.Second)
+			if core.slack != 1 {
+				t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
+			}
+			// The test's own thread keeps the default.
+			if s, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); s == 1 {
+				t.Fatalf("timer slack leaked to another thread")
+			}
+		})
 	}
 }

@@ -152,13 +152,38 @@ func (l *eventLog) checkEnd(t *testing.T, r dataphase.EndReason) {
 	}
 }
 
-func waitDone(t *testing.T, c *Conn, d time.Duration) {
+// testConn is a running Test Connection of either executor (Conn,
+// PoolConn).
+type testConn interface {
+	Stop()
+	Done() <-chan struct{}
+	Stats() ConnStats
+}
+
+func waitDone(t *testing.T, c testConn, d time.Duration) {
 	t.Helper()
 	select {
 	case <-c.Done():
 	case <-time.After(d):
-		t.Fatalf("executor not done after %v (stats %+v)", d, c.Stats())
+		t.Fatalf("Test Connection not done after %v (stats %+v)", d, c.Stats())
 	}
+}
+
+// runners start one Test Connection on each executor over real sockets:
+// an Engine Thread of its own (RunConn) and a pool of one Engine Thread.
+// What both must do is tested on each.
+var runners = []struct {
+	name string
+	run  func(t *testing.T, sock *Socket, core Core, onEvent func(dataphase.Event)) testConn
+}{
+	{"conn", func(_ *testing.T, sock *Socket, core Core, onEvent func(dataphase.Event)) testConn {
+		return RunConn(sock, core, onEvent, nil)
+	}},
+	{"pool", func(t *testing.T, sock *Socket, core Core, onEvent func(dataphase.Event)) testConn {
+		p := NewPool(PoolOptions{Threads: 1})
+		t.Cleanup(p.Close) // before the test's sockets close, as a defer would
+		return p.Run(sock, core, onEvent)
+	}},
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -196,21 +221,27 @@ func TestConnSpacing(t *testing.T) {
 	}
 }
 
-func TestConnStop(t *testing.T) {
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := newFakeCore(0, 0) // only waits: Deadline is Never
-	var log eventLog
-	c := RunConn(a, core, log.add, nil)
-	time.Sleep(20 * time.Millisecond)
-	start := time.Now()
-	go c.Stop()
-	c.Stop()
-	waitDone(t, c, 2*time.Second)
-	t.Logf("stopped %v after Stop", time.Since(start))
-	log.checkEnd(t, dataphase.EndLocalStop)
-	c.Stop() // after the end: harmless
-	if st := c.Stats(); st.Wakeups == 0 {
-		t.Fatalf("stats %+v", st)
+// Stop reaches an executor that waits without a deadline through its
+// eventfd.
+func TestStop(t *testing.T) {
+	for _, r := range runners {
+		t.Run(r.name, func(t *testing.T) {
+			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+			core := newFakeCore(0, 0) // only waits: Deadline is Never
+			var log eventLog
+			c := r.run(t, a, core, log.add)
+			time.Sleep(20 * time.Millisecond)
+			start := time.Now()
+			go c.Stop()
+			c.Stop()
+			waitDone(t, c, 2*time.Second)
+			t.Logf("stopped %v after Stop", time.Since(start))
+			log.checkEnd(t, dataphase.EndLocalStop)
+			c.Stop() // after the end: harmless
+			if st := c.Stats(); st.Wakeups == 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
 }
 
@@ -292,19 +323,24 @@ func TestConnPanic(t *testing.T) {
 	}
 }
 
-// Closing the socket under a waiting executor ends the wait, and the core
-// fails with net.ErrClosed.
-func TestConnSocketClosed(t *testing.T) {
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := newFakeCore(0, 0)
-	var log eventLog
-	c := RunConn(a, core, log.add, nil)
-	time.Sleep(20 * time.Millisecond)
-	a.Close()
-	waitDone(t, c, 2*time.Second)
-	log.checkEnd(t, dataphase.EndFailure)
-	if !errors.Is(core.failErr, net.ErrClosed) {
-		t.Fatalf("Fail(%v)", core.failErr)
+// Closing the socket under a waiting executor ends the wait (the pool's
+// through the socket's close signal in the epoll set), and the core fails
+// with net.ErrClosed.
+func TestSocketClosed(t *testing.T) {
+	for _, r := range runners {
+		t.Run(r.name, func(t *testing.T) {
+			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+			core := newFakeCore(0, 0)
+			var log eventLog
+			c := r.run(t, a, core, log.add)
+			time.Sleep(20 * time.Millisecond)
+			a.Close()
+			waitDone(t, c, 2*time.Second)
+			log.checkEnd(t, dataphase.EndFailure)
+			if !errors.Is(core.failErr, net.ErrClosed) {
+				t.Fatalf("Fail(%v)", core.failErr)
+			}
+		})
 	}
 }
 
@@ -351,22 +387,26 @@ func TestConnTurnAllocs(t *testing.T) {
 }
 
 // ENOBUFS on every send: the executor backs off instead of spinning.
-func TestConnBackoffNoSpin(t *testing.T) {
+func TestBackoffNoSpin(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("needs the injectable sendmmsg")
 	}
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	refuseAll(a)
-	core := newFakeCore(10*time.Microsecond, 100*time.Millisecond)
-	var log eventLog
-	c := RunConn(a, core, log.add, nil)
-	waitDone(t, c, 2*time.Second)
-	log.checkEnd(t, dataphase.EndStopped)
-	st := c.Stats()
-	t.Logf("stats %+v", st)
-	// At least 50 µs per wait: at most ~2,000 in 100 ms.
-	if st.Turns > 3000 || st.Socket.BackpressureEvents == 0 {
-		t.Fatalf("stats %+v", st)
+	for _, r := range runners {
+		t.Run(r.name, func(t *testing.T) {
+			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+			refuseAll(a)
+			core := newFakeCore(10*time.Microsecond, 100*time.Millisecond)
+			var log eventLog
+			c := r.run(t, a, core, log.add)
+			waitDone(t, c, 2*time.Second)
+			log.checkEnd(t, dataphase.EndStopped)
+			st := c.Stats()
+			t.Logf("stats %+v", st)
+			// At least 50 µs per wait: at most ~2,000 in 100 ms.
+			if st.Turns > 3000 || st.Socket.BackpressureEvents == 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
 }
 

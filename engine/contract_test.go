@@ -71,6 +71,17 @@ func (threadExecutor) name() string { return "engine-thread" }
 func (threadExecutor) start() clock.Pair { return clock.Now() }
 
 func (threadExecutor) run(t *testing.T, client, server Core, o runOpts) (cEv, sEv []dataphase.Event) {
+	return runOnLoopback(t, client, server, o, func(sock *Socket, core Core, onEvent func(dataphase.Event), _ bool) testConn {
+		return RunConn(sock, core, onEvent, nil)
+	})
+}
+
+// runOnLoopback is run for the executors over real sockets: a socket pair
+// on loopback, the server's stall as o asks, the client's core and then the
+// server's started by start and driven until both are done or o.limit
+// passes, when both are stopped.
+func runOnLoopback(t *testing.T, client, server Core, o runOpts,
+	start func(sock *Socket, core Core, onEvent func(dataphase.Event), server bool) testConn) (cEv, sEv []dataphase.Event) {
 	if o.accept != nil {
 		t.Skip("loopback never refuses a send: partial sends of this executor are covered by the fake sendmmsg in batch_test.go")
 	}
@@ -82,10 +93,10 @@ func (threadExecutor) run(t *testing.T, client, server Core, o runOpts) (cEv, sE
 	rec := func(dst *[]dataphase.Event) func(dataphase.Event) {
 		return func(e dataphase.Event) { mu.Lock(); *dst = append(*dst, e); mu.Unlock() }
 	}
-	cc := RunConn(a, client, rec(&cEv), nil)
-	sc := RunConn(b, server, rec(&sEv), nil)
+	cc := start(a, client, rec(&cEv), false)
+	sc := start(b, server, rec(&sEv), true)
 	limit := time.After(o.limit)
-	for _, c := range []*Conn{cc, sc} {
+	for _, c := range []testConn{cc, sc} {
 		select {
 		case <-c.Done():
 		case <-limit:

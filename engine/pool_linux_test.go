@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -16,15 +14,6 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 	"golang.org/x/sys/unix"
 )
-
-func waitPoolDone(t *testing.T, c *PoolConn, d time.Duration) {
-	t.Helper()
-	select {
-	case <-c.Done():
-	case <-time.After(d):
-		t.Fatalf("Test Connection not done after %v (stats %+v)", d, c.Stats())
-	}
-}
 
 // A new Test Connection goes to the thread serving the fewest, a new
 // thread starts only while every running one serves some, and a Test
@@ -57,7 +46,7 @@ func TestPoolPlacement(t *testing.T) {
 		}
 	}
 	ended.Stop()
-	waitPoolDone(t, ended, 2*time.Second)
+	waitDone(t, ended, 2*time.Second)
 	n := run()
 	if n.th.load.Load() != 2 || loads[n.th] != 1 && n.th != ended.th {
 		t.Errorf("new Test Connection on a thread with %d (it served %d)", n.th.load.Load(), loads[n.th])
@@ -70,25 +59,6 @@ func TestPoolPlacement(t *testing.T) {
 	if cs[0].th != th {
 		t.Error("a Test Connection moved")
 	}
-}
-
-// Stop reaches a thread that waits without a deadline through its
-// eventfd.
-func TestPoolStop(t *testing.T) {
-	p := NewPool(PoolOptions{Threads: 1})
-	defer p.Close()
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := newFakeCore(0, 0) // Deadline: only on receive
-	var log eventLog
-	c := p.Run(a, core, log.add)
-	time.Sleep(20 * time.Millisecond)
-	start := time.Now()
-	go c.Stop()
-	c.Stop()
-	waitPoolDone(t, c, 2*time.Second)
-	t.Logf("stopped %v after Stop", time.Since(start))
-	log.checkEnd(t, dataphase.EndLocalStop)
-	c.Stop() // after the end: harmless
 }
 
 // A panic in one Test Connection's core or onEvent retires it alone: its
@@ -126,9 +96,9 @@ func TestPoolPanicIsolation(t *testing.T) {
 		l3.add(ev)
 		panic("onEvent: boom")
 	})
-	waitPoolDone(t, b1, 2*time.Second)
-	waitPoolDone(t, b2, 2*time.Second)
-	waitPoolDone(t, b3, 2*time.Second)
+	waitDone(t, b1, 2*time.Second)
+	waitDone(t, b2, 2*time.Second)
+	waitDone(t, b3, 2*time.Second)
 	l1.checkEnd(t, dataphase.EndFailure)
 	if c1.failErr == nil || !strings.Contains(c1.failErr.Error(), "boom") {
 		t.Errorf("Fail(%v)", c1.failErr)
@@ -136,7 +106,7 @@ func TestPoolPanicIsolation(t *testing.T) {
 	l2.checkEnd(t, dataphase.EndFailure)
 	l3.checkEnd(t, dataphase.EndStopped) // the EvEnd was delivered, then onEvent panicked
 	for i, c := range good {
-		waitPoolDone(t, c, 2*time.Second)
+		waitDone(t, c, 2*time.Second)
 		goodLogs[i].checkEnd(t, dataphase.EndStopped)
 		if goodCores[i].sentOK < 50 {
 			t.Errorf("healthy Test Connection %d sent %d in 100 ms", i, goodCores[i].sentOK)
@@ -150,24 +120,6 @@ func TestPoolPanicIsolation(t *testing.T) {
 	}
 }
 
-// Closing the socket under a waiting Test Connection ends it with
-// net.ErrClosed, through the socket's close signal in the epoll set.
-func TestPoolSocketClosed(t *testing.T) {
-	p := NewPool(PoolOptions{Threads: 1})
-	defer p.Close()
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := newFakeCore(0, 0)
-	var log eventLog
-	c := p.Run(a, core, log.add)
-	time.Sleep(20 * time.Millisecond)
-	a.Close()
-	waitPoolDone(t, c, 2*time.Second)
-	log.checkEnd(t, dataphase.EndFailure)
-	if !errors.Is(core.failErr, net.ErrClosed) {
-		t.Fatalf("Fail(%v)", core.failErr)
-	}
-}
-
 // A Test Connection whose socket is closed before its thread takes it
 // ends with a failure too.
 func TestPoolSocketClosedBeforeStart(t *testing.T) {
@@ -177,38 +129,8 @@ func TestPoolSocketClosedBeforeStart(t *testing.T) {
 	a.Close()
 	var log eventLog
 	c := p.Run(a, newFakeCore(time.Millisecond, 0), log.add)
-	waitPoolDone(t, c, 2*time.Second)
+	waitDone(t, c, 2*time.Second)
 	log.checkEnd(t, dataphase.EndFailure)
-}
-
-func TestPoolTimerSlack(t *testing.T) {
-	p := NewPool(PoolOptions{Threads: 1})
-	defer p.Close()
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	core := &slackCore{fakeCore: newFakeCore(time.Millisecond, 5*time.Millisecond)}
-	c := p.Run(a, core, nil)
-	waitPoolDone(t, c, 2*time.Second)
-	if core.slack != 1 {
-		t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
-	}
-}
-
-// ENOBUFS on every send: the thread backs off instead of spinning.
-func TestPoolBackoffNoSpin(t *testing.T) {
-	p := NewPool(PoolOptions{Threads: 1})
-	defer p.Close()
-	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	refuseAll(a)
-	core := newFakeCore(10*time.Microsecond, 100*time.Millisecond)
-	var log eventLog
-	c := p.Run(a, core, log.add)
-	waitPoolDone(t, c, 2*time.Second)
-	log.checkEnd(t, dataphase.EndStopped)
-	st := c.Stats()
-	t.Logf("stats %+v", st)
-	if st.Turns > 3000 || st.Socket.BackpressureEvents == 0 {
-		t.Fatalf("stats %+v", st)
-	}
 }
 
 // budgetCore counts the datagrams it receives per turn of its thread.
@@ -257,8 +179,8 @@ func TestPoolReadBudget(t *testing.T) {
 	}
 	rc.Stop()
 	sc.Stop()
-	waitPoolDone(t, rc, 2*time.Second)
-	waitPoolDone(t, sc, 2*time.Second)
+	waitDone(t, rc, 2*time.Second)
+	waitDone(t, sc, 2*time.Second)
 	t.Logf("received %d, at most %d in one turn; sender sent %d", core.received.Load(), core.maxPerTrn.Load(), sender.sentOK)
 	if core.received.Load() != total {
 		t.Errorf("received %d of %d", core.received.Load(), total)
@@ -286,7 +208,7 @@ func TestPoolCloseEndsThreads(t *testing.T) {
 	}
 	p.Close()
 	for _, c := range cs {
-		waitPoolDone(t, c, time.Second)
+		waitDone(t, c, time.Second)
 	}
 	if n := ThreadCount(); n != before {
 		t.Errorf("%d Engine Threads after Close, want %d", n, before)
@@ -295,7 +217,7 @@ func TestPoolCloseEndsThreads(t *testing.T) {
 	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 	var log eventLog
 	c := p.Run(a, newFakeCore(time.Millisecond, 10*time.Millisecond), log.add)
-	waitPoolDone(t, c, 2*time.Second)
+	waitDone(t, c, 2*time.Second)
 	log.checkEnd(t, dataphase.EndStopped)
 }
 
@@ -620,7 +542,7 @@ func TestPoolSendBufferFull(t *testing.T) {
 	core := newFakeCore(time.Millisecond, 50*time.Millisecond)
 	var log eventLog
 	c := p.Run(a, core, log.add)
-	waitPoolDone(t, c, 2*time.Second)
+	waitDone(t, c, 2*time.Second)
 	log.checkEnd(t, dataphase.EndStopped)
 	st := c.Stats()
 	t.Logf("sent %d; stats %+v", core.sentOK, st)

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,55 +33,38 @@ func (x poolExecutor) name() string {
 func (poolExecutor) start() clock.Pair { return clock.Now() }
 
 func (x poolExecutor) run(t *testing.T, client, server Core, o runOpts) (cEv, sEv []dataphase.Event) {
-	if o.accept != nil {
-		t.Skip("loopback never refuses a send: partial sends of this executor are covered by the fake sendmmsg in batch_test.go")
-	}
-	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
-	if o.stall[1] > 0 {
-		server = &stallCore{Core: server, at: clock.Mono().Add(o.stall[0]), d: o.stall[1]}
-	}
-	var mu sync.Mutex
-	rec := func(dst *[]dataphase.Event) func(dataphase.Event) {
-		return func(e dataphase.Event) { mu.Lock(); *dst = append(*dst, e); mu.Unlock() }
-	}
 	cp := NewPool(PoolOptions{Threads: 1})
 	sp := cp
 	if !x.shared {
 		sp = NewPool(PoolOptions{Threads: 1})
 	}
+	defer sp.Close()
+	defer cp.Close()
 	var bg []*PoolConn
-	if x.shared {
-		for range 15 {
-			p, q := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
-			bg = append(bg, cp.Run(p, newFakeCore(10*time.Millisecond, 0), nil), cp.Run(q, newFakeCore(10*time.Millisecond, 0), nil))
+	defer func() {
+		for _, c := range bg {
+			c.Stop()
 		}
-	}
-	cc := cp.Run(a, client, rec(&cEv))
-	sc := sp.Run(b, server, rec(&sEv))
-	if x.shared {
-		if st := cp.Stats(); st.Threads != 1 || st.Conns != 32 {
-			t.Errorf("pool stats %+v: want 32 Test Connections on 1 Engine Thread", st)
+	}()
+	start := func(sock *Socket, core Core, onEvent func(dataphase.Event), server bool) testConn {
+		if !server {
+			if x.shared {
+				for range 15 {
+					p, q := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
+					bg = append(bg, cp.Run(p, newFakeCore(10*time.Millisecond, 0), nil), cp.Run(q, newFakeCore(10*time.Millisecond, 0), nil))
+				}
+			}
+			return cp.Run(sock, core, onEvent)
 		}
-	}
-	limit := time.After(o.limit)
-	for _, c := range []*PoolConn{cc, sc} {
-		select {
-		case <-c.Done():
-		case <-limit:
-			cc.Stop()
-			sc.Stop()
-			<-cc.Done()
-			<-sc.Done()
+		c := sp.Run(sock, core, onEvent)
+		if x.shared {
+			if st := cp.Stats(); st.Threads != 1 || st.Conns != 32 {
+				t.Errorf("pool stats %+v: want 32 Test Connections on 1 Engine Thread", st)
+			}
 		}
+		return c
 	}
-	for _, c := range bg {
-		c.Stop()
-	}
-	cp.Close()
-	sp.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	return cEv, sEv
+	return runOnLoopback(t, client, server, o, start)
 }
 
 // TestDeadlineHeap checks the heap against a sorted reference under random
