@@ -188,14 +188,7 @@ func (s *Socket) buildMessages(b *dataphase.SendBuffer, from int) int {
 		}
 		h.SetIovlen(iov - first)
 		if r.segSize > 0 {
-			ctl := cmsgBytes(x.segCtl[m][:])
-			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
-			c.Level = unix.IPPROTO_UDP // SOL_UDP
-			c.Type = unix.UDP_SEGMENT
-			c.SetLen(unix.CmsgLen(2))
-			*(*uint16)(unsafe.Pointer(&ctl[cmsgHdrLen])) = uint16(r.segSize)
-			h.Control = &ctl[0]
-			h.SetControllen(segCtlLen)
+			setUDPSegment(h, x.segCtl[m][:], r.segSize)
 		} else {
 			h.Control = nil
 			h.SetControllen(0)
@@ -203,6 +196,20 @@ func (s *Socket) buildMessages(b *dataphase.SendBuffer, from int) int {
 		x.msgs[m].Len = 0
 	}
 	return len(runs)
+}
+
+// setUDPSegment makes h a UDP GSO message of segments of seg bytes: it
+// writes one UDP_SEGMENT control message into w (segCtlWords words) and
+// points h's control buffer at it.
+func setUDPSegment(h *unix.Msghdr, w []uint64, seg int) {
+	ctl := cmsgBytes(w)
+	c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+	c.Level = unix.IPPROTO_UDP // SOL_UDP
+	c.Type = unix.UDP_SEGMENT
+	c.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&ctl[cmsgHdrLen])) = uint16(seg)
+	h.Control = &ctl[0]
+	h.SetControllen(segCtlLen)
 }
 
 // datagramIovecs points iovecs iov and iov+1 at datagram i of b: its slot

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
@@ -148,17 +147,17 @@ func rawSender(s *Socket, gso bool) func() int {
 		}
 		msgs = make([]unix.Mmsghdr, len(counts))
 		for m := range msgs {
-			c := cmsgBytes(ctl[m*segCtlWords : (m+1)*segCtlWords])
-			h := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
-			h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
-			h.SetLen(unix.CmsgLen(2))
-			*(*uint16)(unsafe.Pointer(&c[cmsgHdrLen])) = benchLen
 			msgs[m].Hdr.Iov = &iovs[m]
 			msgs[m].Hdr.SetIovlen(1)
-			msgs[m].Hdr.Control = &c[0]
-			msgs[m].Hdr.SetControllen(segCtlLen)
+			setUDPSegment(&msgs[m].Hdr, ctl[m*segCtlWords:(m+1)*segCtlWords], benchLen)
 		}
 	}
+	return mmsgSender(fd, msgs, counts)
+}
+
+// mmsgSender returns a loop body that sends msgs, prebuilt, with one
+// sendmmsg and reports how many datagrams went: message m carries counts[m].
+func mmsgSender(fd int, msgs []unix.Mmsghdr, counts []int) func() int {
 	return func() int {
 		k, e := sendmmsg(fd, msgs)
 		if e != 0 {
@@ -248,23 +247,7 @@ func rawSender2iov(s *Socket) func() int {
 		counts = append(counts, n)
 	}
 	for m := range msgs {
-		c := cmsgBytes(ctl[m*segCtlWords : (m+1)*segCtlWords])
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
-		h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
-		h.SetLen(unix.CmsgLen(2))
-		*(*uint16)(unsafe.Pointer(&c[cmsgHdrLen])) = benchLen
-		msgs[m].Hdr.Control = &c[0]
-		msgs[m].Hdr.SetControllen(segCtlLen)
+		setUDPSegment(&msgs[m].Hdr, ctl[m*segCtlWords:(m+1)*segCtlWords], benchLen)
 	}
-	return func() int {
-		k, e := sendmmsg(fd, msgs)
-		if e != 0 {
-			return 0
-		}
-		n := 0
-		for _, c := range counts[:k] {
-			n += c
-		}
-		return n
-	}
+	return mmsgSender(fd, msgs, counts)
 }
