@@ -79,6 +79,10 @@ func (s *fakeSocket) RecvFrom(b []byte, deadline time.Time) (int, netip.AddrPort
 			return copy(b, d.b), d.addr, nil
 		}
 		s.mu.Unlock()
+		if deadline.IsZero() {
+			<-s.wake
+			continue
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded

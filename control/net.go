@@ -13,8 +13,10 @@ import (
 type Socket interface {
 	SendTo(b []byte, to netip.AddrPort) error
 	Send(b []byte) error // on a connected socket
-	// RecvFrom waits for one datagram until deadline; past it, it returns
-	// an error for which errors.Is(err, os.ErrDeadlineExceeded) holds.
+	// RecvFrom waits for one datagram until deadline (a zero deadline:
+	// without limit); past it, it returns an error for which
+	// errors.Is(err, os.ErrDeadlineExceeded) holds. Close ends the wait
+	// with an error.
 	RecvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error)
 	Connect(peer netip.AddrPort) error
 	SetTOS(tos uint8, ipv4Peer bool) error

@@ -286,15 +286,14 @@ func (s *Server) shutdown(grace time.Duration) {
 	}
 }
 
-// readControl serves one control socket.
+// readControl serves one control socket until Serve closes it. It waits
+// without a deadline: a datagram costs no clock read or timer reset, and
+// the close ends the wait.
 func (s *Server) readControl(ctx context.Context, c Socket) {
 	buf := make([]byte, 65536)
-	for ctx.Err() == nil {
-		n, from, err := c.RecvFrom(buf, time.Now().Add(250*time.Millisecond))
+	for {
+		n, from, err := c.RecvFrom(buf, time.Time{})
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue
-			}
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
