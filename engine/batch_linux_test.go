@@ -187,19 +187,29 @@ func TestGSORefusalFallsBack(t *testing.T) {
 	t.Log(msgs[0])
 }
 
-// ECONNREFUSED from an earlier ICMP port unreachable: the send that reports
-// it did not go out, and the retry does.
-func TestConnRefusedRetry(t *testing.T) {
+// sendToClosedPort returns a socket connected to a loopback port nobody
+// listens on, and the port, after sending it one 100-byte datagram tagged
+// tag: the ICMP port unreachable for it is on its way.
+func sendToClosedPort(t *testing.T, tag byte) (*Socket, netip.AddrPort) {
+	t.Helper()
 	a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
 	tmp := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
 	port := tmp.LocalAddr()
 	tmp.Close()
 	mustConnect(t, a, port)
 	var sb dataphase.SendBuffer
-	fillPlan(&sb, 5, 0, 100)
+	fillPlan(&sb, tag, 0, 100)
 	if _, err := a.SendBatch(&sb); err != nil {
 		t.Fatal(err)
 	}
+	return a, port
+}
+
+// ECONNREFUSED from an earlier ICMP port unreachable: the send that reports
+// it did not go out, and the retry does.
+func TestConnRefusedRetry(t *testing.T) {
+	a, port := sendToClosedPort(t, 5)
+	var sb dataphase.SendBuffer
 	// The ICMP error sets the socket's error; POLLERR says so.
 	fds := []waitFD{{sock: a}}
 	end := time.Now().Add(2 * time.Second)
@@ -230,16 +240,7 @@ func TestConnRefusedRetry(t *testing.T) {
 // A pending socket error raises POLLERR until it is read; clearError reads
 // it, so the executor does not spin.
 func TestPollErrCleared(t *testing.T) {
-	a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
-	tmp := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
-	port := tmp.LocalAddr()
-	tmp.Close()
-	mustConnect(t, a, port)
-	var sb dataphase.SendBuffer
-	fillPlan(&sb, 6, 0, 100)
-	if _, err := a.SendBatch(&sb); err != nil {
-		t.Fatal(err)
-	}
+	a, _ := sendToClosedPort(t, 6)
 	fds := []waitFD{{sock: a}}
 	if err := wait(fds, nil, clock.Mono().Add(time.Second), clock.Mono()); err != nil {
 		t.Fatal(err)
