@@ -515,7 +515,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 					share, v = "loss_ratio", fmt.Sprintf("%.2E", float64(st.SeqErrLoss)/max(sent, 1))
 				}
 				log.Info("sub-interval", "n", ev.SubInt.Seq, "datagrams", st.RxDatagrams, "loss", st.SeqErrLoss,
-					share, v, "mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, peer)))
+					share, v, "mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, hdr)))
 			}
 		case dataphase.EvTrial:
 			if s.cfg.Debug && ev.Trial.Index >= 0 {
@@ -561,11 +561,12 @@ func direction(c *dataphase.Conn) string {
 	return "upstream"
 }
 
-func l3Mbps(st *dataphase.SubIntervalStats, peer netip.AddrPort) float64 {
+// l3Mbps is a Sub-Interval's received rate with hdr bytes of IP and UDP
+// header per datagram.
+func l3Mbps(st *dataphase.SubIntervalStats, hdr uint64) float64 {
 	if st.DeltaTime == 0 {
 		return 0
 	}
-	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr)*8) / float64(st.DeltaTime)
 }
 
