@@ -467,7 +467,7 @@ func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// cmsgData returns the bytes of control buffer w.
+// cmsgBytes returns the bytes of control buffer w.
 func cmsgBytes(w []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
 }

@@ -56,9 +56,7 @@ type Endpoint struct {
 	Accept func(t time.Duration, n int) int
 	// OnEvent receives the core's events.
 	OnEvent func(t time.Duration, ev dataphase.Event)
-	// SendLateness records, for every plan written, now minus the time the
-	// executor was due to run (wake-up lateness, always 0 here except
-	// after stalls).
+	// Turns counts the turns this executor had.
 	Turns int
 
 	sendBuf dataphase.SendBuffer
@@ -73,7 +71,6 @@ type packet struct {
 	len  int // real length
 	tos  uint8
 	has  bool
-	seq  int
 }
 
 // Sim runs one simulation.
@@ -83,10 +80,8 @@ type Sim struct {
 	// WallOffset makes the two ends' wall clocks differ (ns, server minus
 	// client), as unsynchronised hosts do.
 	WallOffset int64
-	// Step bounds how long the simulator waits when no core has a
-	// deadline (it never should), and the granularity of stall exits.
+
 	now      clock.Time
-	wallBase int64
 	upFree   clock.Time
 	downFree clock.Time
 	upN      int
@@ -109,7 +104,7 @@ const WallBase int64 = 1796009000 * 1e9
 // Now returns the current virtual Test Time Base instant.
 func (s *Sim) Now() clock.Time { return s.now }
 
-// Pair returns the clock pair of one end at the current instant.
+// pair returns the clock pair of one end at the current instant.
 func (s *Sim) pair(server bool) clock.Pair {
 	w := WallBase + int64(s.now-Start)
 	if server {
@@ -248,23 +243,24 @@ func (s *Sim) transmit(b *dataphase.SendBuffer, n int, server bool) {
 		depart := s.now
 		if l.RateBps > 0 {
 			size := int(d.Len) + l.Overhead
-			// Drop what the queue cannot hold.
+			// Forget what has left the queue by now; drop what it
+			// cannot hold.
 			for len(*q) > 0 && (*q)[0].done <= s.now {
 				*q = (*q)[1:]
 			}
-			queued := 0
+			backlog := 0
 			for _, x := range *q {
-				queued += x.bytes
+				backlog += x.bytes
 			}
-			if l.QueueBytes > 0 && queued+size > l.QueueBytes {
+			if l.QueueBytes > 0 && backlog+size > l.QueueBytes {
 				continue
 			}
 			start := max(*free, s.now)
 			*free = start + clock.Time(float64(size*8)/l.RateBps*1e9)
 			depart = *free
-			*q = append(*q, queued0(*free, size))
+			*q = append(*q, queued{done: *free, bytes: size})
 		}
-		p := packet{at: depart + clock.Time(l.Delay), len: int(d.Len), tos: l.TOS, has: l.HasTOS, seq: idx}
+		p := packet{at: depart + clock.Time(l.Delay), len: int(d.Len), tos: l.TOS, has: l.HasTOS}
 		p.n = copy(p.data[:], b.Slot(i))
 		if l.Swap != nil && l.Swap(idx) {
 			p.at += 1 // lands after the next one if that follows closely
@@ -273,8 +269,6 @@ func (s *Sim) transmit(b *dataphase.SendBuffer, n int, server bool) {
 		to.inbox = insert(to.inbox, p)
 	}
 }
-
-func queued0(done clock.Time, bytes int) queued { return queued{done: done, bytes: bytes} }
 
 // insert keeps an inbox ordered by arrival, stable for equal times.
 func insert(in []packet, p packet) []packet {
