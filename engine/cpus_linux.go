@@ -42,9 +42,11 @@ func readCgroupQuota() (float64, string) {
 	if dir == "" {
 		return 0, ""
 	}
+	// The walk up ends at the highest mount point dir lies under (dir is
+	// absolute: a mount point joined with a cgroup path).
 	top := dir
 	for _, m := range mounts {
-		if len(m.point) < len(top) && (dir == m.point || len(dir) > len(m.point) && dir[:len(m.point)] == m.point && (m.point == "/" || dir[len(m.point)] == '/')) {
+		if _, under := relCgroup(dir, m.point); under && len(m.point) < len(top) {
 			top = m.point
 		}
 	}
