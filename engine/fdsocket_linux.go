@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,19 +50,10 @@ func SocketFromFD(fd int) (*Socket, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return fail(os.NewSyscallError("setsockopt SO_TIMESTAMPNS", err))
 	}
-	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return fail(os.NewSyscallError("eventfd", err))
-	}
 	s := &Socket{laddr: laddr, v6: dom == unix.AF_INET6}
-	x := &s.sys
-	x.fd, x.cancelFd = fd, cfd
-	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
-	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
-	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil {
-		s.gso.Store(true)
+	if err := s.adopt(fd, false); err != nil {
+		return fail(err)
 	}
-	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
 	return s, nil
 }
 

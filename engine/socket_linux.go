@@ -125,8 +125,6 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.SockBuf)
 		}
 	}
-	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
-	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 	// Software receive timestamps, struct timespec on CLOCK_REALTIME, as
 	// SCM_TIMESTAMPNS control messages.
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
@@ -140,17 +138,32 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	} else {
 		s.laddr = p.addr
 	}
+	if err := s.adopt(fd, o.NoGSO); err != nil {
+		return fail("eventfd for", err)
+	}
+	return nil
+}
+
+// adopt finishes a Socket on fd, an open and bound UDP socket with receive
+// timestamps on, for OpenUDP and SocketFromFD alike: the buffer sizes
+// granted, the GSO probe (unless noGSO), the close signal and the random
+// filler. It fails only if the close signal's eventfd cannot be made; the
+// caller then closes fd.
+func (s *Socket) adopt(fd int, noGSO bool) error {
+	x := &s.sys
+	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 	// getsockopt(UDP_SEGMENT) succeeds on kernels that know UDP GSO
 	// (4.18+). It says nothing of the egress device: EIO at send time
 	// does, and turns GSO off.
-	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil && !o.NoGSO {
+	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil && !noGSO {
 		s.gso.Store(true)
 	}
 	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		return fail("eventfd for", os.NewSyscallError("eventfd", err))
+		return os.NewSyscallError("eventfd", err)
 	}
-	x.cancelFd = cfd
+	x.fd, x.cancelFd = fd, cfd
 	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
 	return nil
 }
