@@ -28,7 +28,6 @@ type ServerCounters struct {
 	Rejected         [14]atomic.Uint64 // by Setup code
 	LegacyAccepted   atomic.Uint64
 	ActivationWait   atomic.Uint64 // Test Connections released without an activation
-	ActivationBad    atomic.Uint64 // invalid or unauthenticated Test Activation Requests
 	Activated        atomic.Uint64
 	EndedByReason    [8]atomic.Uint64
 
@@ -589,7 +588,6 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		b := buf[:n]
 		var ta ActivationPDU
 		if err := ta.Decode(b, legacy); err != nil {
-			s.Counters.ActivationBad.Add(1)
 			s.countInvalid(err)
 			if s.log.Enabled(context.Background(), slog.LevelDebug) {
 				s.log.Debug("invalid test activation dropped", "from", from, "err", err)
@@ -600,7 +598,6 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		if !legacy && req.AuthMode == AuthControl {
 			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
 			if c := VerifyRequest(b, keys, s.now()); c != 0 {
-				s.Counters.ActivationBad.Add(1)
 				s.countAuth(c)
 				sc.log.error("test activation request failed authentication", "from", from, "code", c)
 				continue
@@ -796,7 +793,7 @@ type ServerSnapshot struct {
 	Accepted, LegacyAccepted                      uint64
 	Rejected                                      [14]uint64
 	ActivationRequests, Activated                 uint64
-	ActivationWait, ActivationBad                 uint64
+	ActivationWait                                uint64
 	InvalidSize, InvalidChecksum, InvalidFormat   uint64
 	AuthFailure, AuthTime                         uint64
 	EndedByReason                                 [8]uint64
@@ -838,7 +835,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 		n.Rejected[i] = c.Rejected[i].Load()
 	}
 	n.ActivationRequests, n.Activated = c.ActivationRequests.Load(), c.Activated.Load()
-	n.ActivationWait, n.ActivationBad = c.ActivationWait.Load(), c.ActivationBad.Load()
+	n.ActivationWait = c.ActivationWait.Load()
 	n.InvalidSize, n.InvalidChecksum, n.InvalidFormat = c.InvalidSize.Load(), c.InvalidChecksum.Load(), c.InvalidFormat.Load()
 	n.AuthFailure, n.AuthTime = c.AuthFailure.Load(), c.AuthTime.Load()
 	for i := range c.EndedByReason {
