@@ -26,6 +26,9 @@ type clientTest struct {
 	net     *engineNet
 	mcIdent uint16
 	hosts   []report.Host
+	// connMin and connMax are the run's minimum and number of Test
+	// Connections (-C, at least one per server).
+	connMin, connMax int
 
 	mu     sync.Mutex
 	queue  []connEvent
@@ -56,16 +59,16 @@ type connState struct {
 // interrupt.
 func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
 	format, _ := report.ParseFormat(cfg.Format) // clientOptions checked it
-	n := max(cfg.ConnMax, len(cfg.Servers), 1)
 	t := &clientTest{
 		cfg: cfg, out: os.Stdout,
+		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, len(cfg.Servers), 1),
 		net: &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
 			log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
 		signal: make(chan struct{}, 1),
 	}
 	t.col = report.New(t.out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
-		Connections: n, MinConnections: max(cfg.ConnMin, 1),
+		Connections: t.connMax, MinConnections: t.connMin,
 	})
 	if format == report.FormatText {
 		t.col.Banner("udpstp", version)
@@ -76,7 +79,7 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 	for _, s := range cfg.Servers {
 		t.hosts = append(t.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
 	}
-	status := t.run(ctx, n)
+	status := t.run(ctx)
 	if cfg.OutputFile != "" {
 		f := format
 		if !f.IsJSON() {
@@ -94,8 +97,8 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 
 // run sets up the connections (round robin over the servers), runs their
 // Data Phases and reports. It returns the ErrorStatus.
-func (t *clientTest) run(ctx context.Context, n int) int {
-	conns := make([]*connState, n)
+func (t *clientTest) run(ctx context.Context) int {
+	conns := make([]*connState, t.connMax)
 	var wg sync.WaitGroup
 	for i := range conns {
 		srv := t.cfg.Servers[i%len(t.cfg.Servers)]
@@ -114,7 +117,7 @@ func (t *clientTest) run(ctx context.Context, n int) int {
 			t.post(connEvent{conn: i, ev: dataphase.Event{Kind: evActivated}})
 		}()
 	}
-	active := n
+	active := len(conns)
 	interrupted, over := false, false
 	ctxDone := ctx.Done()
 	var giveUp <-chan time.Time
@@ -254,7 +257,7 @@ func (t *clientTest) start(c *connState) {
 		RandomPayload: g.ModifierBitmap&control.ActivationRandomPayload != 0,
 		MCIdent:       int(t.mcIdent), SRIndex: g.SRIndexConf, SRStart: g.StartIndex(),
 		SlowAdjThresh: int(g.SlowAdjThresh), HighSpeedDelta: int(g.HighSpeedDelta), SeqErrThresh: int(g.SeqErrThresh),
-		Algorithm: g.RateAdjAlgo, ConnMin: max(t.cfg.ConnMin, 1), ConnMax: max(t.cfg.ConnMax, len(t.cfg.Servers), 1),
+		Algorithm: g.RateAdjAlgo, ConnMin: t.connMin, ConnMax: t.connMax,
 		DSCPECN: int(g.DSCPECN), CEThresh: int(g.ECNCEThresh),
 		Jumbo: !t.cfg.NoJumbo, TraditionalMTU: t.cfg.TraditionalMTU, IPv6: c.cc.Params.IPv6, Family: t.cfg.Family,
 		Hosts: t.hosts, ServerPort: int(c.cc.TestPeer.Port()),
