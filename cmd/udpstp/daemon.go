@@ -91,7 +91,7 @@ func daemonize(so serviceOptions) error {
 		// cannot be written is reported on the command line.
 		f, err := openLogFile(so.LogFile)
 		if err != nil {
-			return logFileError(err)
+			return fopenError("log-file", err)
 		}
 		defer f.Close()
 		cmd.Stderr = f

@@ -212,8 +212,8 @@ func openLogFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 }
 
-// logFileError reports a -l log file that cannot be opened: one line,
-// status 75.
-func logFileError(err error) error {
-	return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("log-file")), 75)
+// fopenError reports a file named by option (-l, -G) that cannot be
+// opened: one line, as OB-UDPST's, and status exitInit.
+func fopenError(option string, err error) error {
+	return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt(option)), exitInit)
 }

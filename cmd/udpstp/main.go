@@ -13,13 +13,17 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes shared by every subcommand. exitConfig and exitKeyFile match
-// OB-UDPST, which exits 50 on any command-line or configuration error and
-// 51 on a key file error.
+// Exit codes shared by every subcommand. exitConfig, exitKeyFile and exitInit
+// match OB-UDPST, which exits 50 on any command-line or configuration error,
+// 51 on a key file error and 75 when it cannot initialize.
 const (
 	exitFailure = 1
 	exitConfig  = 50
 	exitKeyFile = 51
+	// exitInit is OB-UDPST's initialization error base (STATUS_INIT_ERRBASE):
+	// a file or socket that cannot be opened at start, a result that
+	// cannot be written.
+	exitInit = 75
 )
 
 func newApp() *cli.App {

@@ -62,7 +62,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 
 	out, err := serviceLogOutput(so, child != nil)
 	if err != nil {
-		return logFileError(err)
+		return fopenError("log-file", err)
 	}
 	if out.closer != nil {
 		defer out.closer.Close()
@@ -75,7 +75,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 
 	socks, err := activatedSockets()
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), 75)
+		return cli.Exit("ERROR: "+err.Error(), exitInit)
 	}
 	base := newServerNet(lo, cfg.ShowErrors, log)
 	snet := newStatsNet(base)
@@ -84,7 +84,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 		SetupRate: float64(so.SetupRate), SetupBurst: setupBurst(so.SetupRate),
 	})
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), 75)
+		return cli.Exit("ERROR: "+err.Error(), exitInit)
 	}
 	log.Info("udpstp server started", "version", version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
 		control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion),

@@ -34,8 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
@@ -48,7 +46,7 @@ import (
 const envStatsTiming = "UDPSTP_STATS_TIMING"
 
 // checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit 75), before any socket is opened.
+// creatable (else exit exitInit), before any socket is opened.
 func checkStatsFile(pattern string, now time.Time) error {
 	if pattern == "" {
 		return nil
@@ -56,7 +54,7 @@ func checkStatsFile(pattern string, now time.Time) error {
 	tmp := report.StatsFileName(pattern, now, nil) + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt("stats-file")), 75)
+		return fopenError("stats-file", err)
 	}
 	f.Close()
 	os.Remove(tmp)

@@ -88,7 +88,7 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 		if err := report.WriteFileAtomic(cfg.OutputFile, t.col.Document(f), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
 			if status == 0 {
-				status = 75
+				status = exitInit
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func setupStatus(err error) uint8 {
 	if errors.As(err, &se) {
 		return uint8(se.Status)
 	}
-	return 75
+	return exitInit
 }
 
 // post hands an event to the client's goroutine; it never blocks, so an
