@@ -492,7 +492,7 @@ func (c *Conn) subInterval(r SubIntervalResult) {
 }
 
 // Sent reports how many datagrams of the last plan the kernel accepted.
-func (c *Conn) Sent(n int, now clock.Pair) {
+func (c *Conn) Sent(n int) {
 	if c.loadSender {
 		c.snd.sent(n)
 	}

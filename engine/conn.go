@@ -14,7 +14,7 @@ type Core interface {
 	// Poll writes the Send Plan due at now into b (b.N datagrams) and reports whether there is one.
 	Poll(now clock.Pair, b *dataphase.SendBuffer) bool
 	// Sent reports how many datagrams of the last plan the kernel accepted (the only backpressure channel).
-	Sent(n int, now clock.Pair)
+	Sent(n int)
 	// Receive delivers a batch read from the socket.
 	Receive(b *dataphase.RecvBatch)
 	// Deadline is when the core next needs a turn (clock.Never: only on receive).
@@ -231,7 +231,7 @@ func (s *coreState) sendPlans(clk *turnClock, b *dataphase.SendBuffer, now clock
 			s.fail(log, err)
 			return false
 		}
-		s.core.Sent(n, now)
+		s.core.Sent(n)
 		s.worked = true
 		if n < b.N {
 			s.bp = backpressureOf(s.sock)

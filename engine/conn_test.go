@@ -89,7 +89,7 @@ func (f *fakeCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	return true
 }
 
-func (f *fakeCore) Sent(n int, now clock.Pair)     { f.sentOK += n }
+func (f *fakeCore) Sent(n int)                     { f.sentOK += n }
 func (f *fakeCore) Receive(b *dataphase.RecvBatch) { f.received.Add(int64(b.N)) }
 func (f *fakeCore) Stop()                          { f.stopping = true }
 func (f *fakeCore) Done() bool                     { return f.done }

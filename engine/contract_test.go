@@ -250,7 +250,7 @@ func (p *probe) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	return true
 }
 
-func (p *probe) Sent(n int, _ clock.Pair) {
+func (p *probe) Sent(n int) {
 	p.sentCnt += n
 	p.sentSeq += n
 }

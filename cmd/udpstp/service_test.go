@@ -324,7 +324,7 @@ func (c *wedgeCore) Poll(clock.Pair, *dataphase.SendBuffer) bool {
 	})
 	return false
 }
-func (c *wedgeCore) Sent(int, clock.Pair)         {}
+func (c *wedgeCore) Sent(int)                     {}
 func (c *wedgeCore) Receive(*dataphase.RecvBatch) {}
 func (c *wedgeCore) Deadline() clock.Time         { return 0 }
 func (c *wedgeCore) Stop()                        {}

@@ -18,7 +18,7 @@ import (
 // contract as the real executors').
 type Core interface {
 	Poll(now clock.Pair, b *dataphase.SendBuffer) bool
-	Sent(n int, now clock.Pair)
+	Sent(n int)
 	Receive(b *dataphase.RecvBatch)
 	Deadline() clock.Time
 	Stop()
@@ -185,7 +185,7 @@ func (s *Sim) turn(e *Endpoint, server bool) {
 			n = max(0, min(n, e.Accept(time.Duration(s.now-Start), n)))
 		}
 		s.transmit(&e.sendBuf, n, server)
-		e.Core.Sent(n, pair)
+		e.Core.Sent(n)
 		if n < e.sendBuf.N {
 			break
 		}
