@@ -37,10 +37,13 @@ fuzz:
 	done
 
 # crossbuild: the client must build off Linux (one Engine Thread per Test
-# Connection there).
+# Connection there), and so must the tests of every package (vet compiles
+# them), so that a Linux-only call in a test is caught here.
 crossbuild:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/udpstp
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/udpstp
+	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
 
 # systemd-check: the units in contrib/systemd pass systemd's own checks and
 # the service's exposure stays at most 2.0 (systemd-analyze's threshold is on

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The server as a service, tested on the built binary (and, for the
