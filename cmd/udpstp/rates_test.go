@@ -5,18 +5,14 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/golden"
 )
-
-// obudpstTestdata holds captures of the real OB-UDPST 9.0.0 binary. It lives
-// outside the repository, so the golden test skips when it is absent.
-const obudpstTestdata = "/work/shared/testdata/obudpst"
 
 // TestRatesGolden compares our table with `udpst -S` in each variant, from
 // the table header on (OB-UDPST's banner is not ours to print).
@@ -33,11 +29,8 @@ func TestRatesGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := filepath.Join(obudpstTestdata, tt.file)
+			path := golden.File(t, tt.file)
 			raw, err := os.ReadFile(path)
-			if errors.Is(err, os.ErrNotExist) {
-				t.Skipf("OB-UDPST capture not found at %s (it lives outside the repository)", path)
-			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,8 @@
 // Package golden reads the OB-UDPST 9.0.0 reference captures and outputs that
-// the golden tests compare udpstp against. The data lives outside the
-// repository (../shared/testdata/obudpst next to the checkout, or wherever
-// UDPSTP_GOLDEN_DIR points); tests skip, saying where they looked, when it is
-// absent.
+// the golden tests compare udpstp against. The data is part of the
+// repository (testdata/obudpst at the module root; UDPSTP_GOLDEN_DIR points
+// elsewhere), so every clone runs the golden tests: a missing directory or
+// file fails the test, it never skips.
 package golden
 
 import (
@@ -29,18 +29,31 @@ func Dir() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	d := filepath.Join(root, "..", "shared", "testdata", "obudpst")
+	d := filepath.Join(root, "testdata", "obudpst")
 	return d, isDir(d)
 }
 
-// Require returns the data directory or skips the test.
+// Require returns the data directory; without it the test fails: the data
+// is in the repository, so its absence is a broken checkout, not a machine
+// that cannot run the test.
 func Require(t testing.TB) string {
 	t.Helper()
 	d, ok := Dir()
 	if !ok {
-		t.Skipf("OB-UDPST reference data not found at %q (set %s to its directory)", d, EnvDir)
+		t.Fatalf("OB-UDPST reference data not found at %q (it belongs in the repository; %s overrides it)", d, EnvDir)
 	}
 	return d
+}
+
+// File returns the path of a file in the reference data; a missing file
+// fails the test.
+func File(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(Require(t), name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("OB-UDPST reference file: %v", err)
+	}
+	return p
 }
 
 func isDir(p string) bool {
