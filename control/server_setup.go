@@ -1,0 +1,156 @@
+package control
+
+// Setup handling: a Setup Request decided, answered and, when accepted,
+// handed to a new Test Connection (server_conn.go).
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
+// answers it.
+func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
+	var req SetupPDU
+	if err := req.Decode(b); err != nil {
+		// Dropped without an answer, as OB-UDPST does.
+		s.Counters.SetupInvalid.Add(1)
+		s.countInvalid(err)
+		// A flood of junk ends here: build the log record only when it is
+		// written (its arguments alone would allocate per datagram).
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+		}
+		return
+	}
+	// The per-source limit counts well-formed requests only: what is not
+	// one costs no more than the decode above, and junk from a source
+	// must not use up the tokens of a real client behind the same address.
+	// It comes before anything costly (HMAC checks, a socket).
+	if ok, first := s.limit.allow(from.Addr(), time.Now()); !ok {
+		s.Counters.SetupRateLimited.Add(1)
+		if first {
+			s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
+				"rate_per_s", s.limit.rate, "burst", s.limit.burst)
+		}
+		return
+	}
+	now := s.now()
+	code := req.CmdResponse // a non-zero value in a request comes back as the answer
+	var keys SessionKeys
+	serverKeys := s.keys.Load() // one key set for the whole request, whatever SetKeys does meanwhile
+	checked := serverKeys.Checked(b)
+	authErr := false
+	if checked {
+		var c uint8
+		if keys, c = serverKeys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
+			code, authErr = c, true
+			s.countAuth(c)
+		}
+	}
+	if !authErr {
+		jumbo := req.ModifierBitmap&SetupJumbo != 0
+		trad := req.ModifierBitmap&SetupTraditionalMTU != 0
+		switch {
+		case req.ProtocolVer < MinProtocolVersion || req.ProtocolVer > ProtocolVersion:
+			code = SetupBadVersion
+		case req.MCCount == 0 || req.MCCount > MaxConnsPerClient || req.MCIndex >= req.MCCount:
+			code = SetupMCInvalid
+		case jumbo == s.cfg.NoJumbo:
+			code = SetupJumboMismatch
+		case trad != s.cfg.TraditionalMTU:
+			code = SetupTradMismatch
+		default:
+			if c := s.adm.checkBandwidth(req.MaxBandwidth); c != 0 {
+				code = c
+			} else if c := serverKeys.CheckMode(req.AuthMode); c != 0 {
+				code = c
+			}
+		}
+	}
+	var (
+		g    grant
+		sock Socket
+	)
+	if code == SetupNone {
+		if g, code = s.adm.reserve(req.MaxBandwidth); code == SetupNone {
+			var err error
+			sock, err = s.net.ListenUDP(netip.AddrPortFrom(ctl.LocalAddr().Addr(), 0),
+				SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == FamilyV6, SockBuf: s.cfg.SockBuf})
+			if err != nil {
+				s.log.Error("cannot open a test socket", "err", err)
+				s.adm.release(g)
+				code = SetupConnFail
+			}
+		}
+	}
+
+	// The response is the request edited in place (wire.md 2.1.3).
+	resp := append(make([]byte, 0, SetupLen), b...)
+	resp[8] = SetupCmdResponse
+	if code == SetupNone {
+		binary.BigEndian.PutUint16(resp[12:], sock.LocalAddr().Port())
+		resp[9] = SetupAccepted
+	} else {
+		resp[9] = code
+	}
+	if code == SetupBadVersion {
+		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
+	}
+	s.signResponse(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
+	if err := ctl.SendTo(resp, from); err != nil {
+		s.log.Error("cannot send setup response", "to", from, "err", err)
+	}
+	if code != SetupNone {
+		if int(code) < len(s.Counters.Rejected) {
+			s.Counters.Rejected[code].Add(1)
+		}
+		s.log.Warn("setup request rejected", "from", from, "code", code, "reason", SetupCodeText(code),
+			"version", req.ProtocolVer, "mc", fmt.Sprintf("%d/%d", req.MCIndex, req.MCCount))
+		return
+	}
+	s.Counters.Accepted.Add(1)
+	if req.ProtocolVer < AuthECNProtocolVer {
+		s.Counters.LegacyAccepted.Add(1)
+	} else {
+		// The Null PDU opens the way through a stateful firewall in front
+		// of the server: from the new test port to the client's socket.
+		var null NullPDU
+		null.ProtocolVer, null.CmdRequest, null.AuthMode = req.ProtocolVer, NullCmdRequest, req.AuthMode
+		nb := null.Encode(make([]byte, NullLen))
+		if req.AuthMode == AuthControl {
+			Sign(nb, keys.Server[:], uint32(now.Unix()), req.KeyID)
+		}
+		if err := sock.SendTo(nb, from); err != nil {
+			s.log.Debug("cannot send null request", "to", from, "err", err)
+		}
+	}
+	sc := &serverConn{sock: sock, grant: g, peer: from, log: connLog{log: s.log.With("peer", from, "test_port", sock.LocalAddr().Port())}}
+	s.mu.Lock()
+	s.active[sc] = struct{}{}
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.runConn(sc, req, keys)
+}
+
+// signResponse rewrites the auth block of a Setup or Test Activation
+// Response (wire.md 2.1.3): protocol 20 signs with the server key (a zero
+// key when none was tried) or clears it; older versions echo the block,
+// with the digest zeroed when it was checked. The checksum is left 0.
+func (s *Server) signResponse(resp []byte, pver uint16, authMode, keyID uint8, keys SessionKeys, checked bool, now time.Time) {
+	binary.BigEndian.PutUint16(resp[len(resp)-2:], 0)
+	switch {
+	case pver < AuthECNProtocolVer:
+		if checked {
+			ClearDigest(resp)
+		}
+	case authMode == AuthControl:
+		Sign(resp, keys.Server[:], uint32(now.Unix()), keyID)
+	default:
+		ClearAuth(resp)
+	}
+}
