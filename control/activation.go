@@ -25,12 +25,6 @@ const (
 	ActivationRandomPayload uint8 = 0x02 // -X; kept only if the server allows it
 )
 
-// Rate adjustment algorithms.
-const (
-	AlgorithmB uint8 = 0
-	AlgorithmC uint8 = 1
-)
-
 // ActivationPDU is a Test Activation Request or Response.
 type ActivationPDU struct {
 	ProtocolVer     uint16
@@ -49,7 +43,7 @@ type ActivationPDU struct {
 	SeqErrThresh    uint16
 	IgnoreOooDup    uint8
 	ModifierBitmap  uint8 // ActivationStartIndex | ActivationRandomPayload
-	RateAdjAlgo     uint8 // AlgorithmB or AlgorithmC
+	RateAdjAlgo     uint8 // dataphase.AlgorithmB or dataphase.AlgorithmC
 	ECNCEThresh     uint8 // protocol 20: "reserved2" carries the CE threshold
 	Rate            dataphase.SendingRate
 

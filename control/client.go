@@ -58,15 +58,15 @@ func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr,
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}
 	server := netip.AddrPortFrom(addr, uint16(srv.Port))
-	fam := FamilyV6
+	fam := dataphase.FamilyV6
 	if addr.Is4() {
-		fam = FamilyV4
+		fam = dataphase.FamilyV4
 	}
 	laddr := netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-	if fam == FamilyV4 {
+	if fam == dataphase.FamilyV4 {
 		laddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}
-	sock, err := n.ListenUDP(laddr, SocketOptions{Family: fam, V6Only: cfg.Family == FamilyV6, SockBuf: cfg.SockBuf})
+	sock, err := n.ListenUDP(laddr, SocketOptions{Family: fam, V6Only: cfg.Family == dataphase.FamilyV6, SockBuf: cfg.SockBuf})
 	if err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}

@@ -179,7 +179,7 @@ func (n *fakeNet) ListenUDP(laddr netip.AddrPort, o SocketOptions) (Socket, erro
 	if laddr.Addr().IsUnspecified() {
 		// A wildcard bind answers on loopback here.
 		a := netip.MustParseAddr("127.0.0.1")
-		if laddr.Addr().Is6() && o.Family == FamilyV6 {
+		if laddr.Addr().Is6() && o.Family == dataphase.FamilyV6 {
 			a = netip.IPv6Loopback()
 		}
 		laddr = netip.AddrPortFrom(a, laddr.Port())

@@ -99,7 +99,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 		return nil, err
 	}
 	for _, a := range addrs {
-		sock, err := n.ListenUDP(a, SocketOptions{Family: cfg.Family, V6Only: cfg.Family == FamilyV6, SockBuf: cfg.SockBuf})
+		sock, err := n.ListenUDP(a, SocketOptions{Family: cfg.Family, V6Only: cfg.Family == dataphase.FamilyV6, SockBuf: cfg.SockBuf})
 		if err != nil {
 			s.closeControl()
 			return nil, fmt.Errorf("control socket: %w", err)
@@ -115,7 +115,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 func controlAddrs(cfg ServerConfig) ([]netip.AddrPort, error) {
 	port := uint16(cfg.Port)
 	if len(cfg.BindAddrs) == 0 {
-		if cfg.Family == FamilyV4 {
+		if cfg.Family == dataphase.FamilyV4 {
 			return []netip.AddrPort{netip.AddrPortFrom(netip.IPv4Unspecified(), port)}, nil
 		}
 		return []netip.AddrPort{netip.AddrPortFrom(netip.IPv6Unspecified(), port)}, nil
@@ -133,10 +133,10 @@ func controlAddrs(cfg ServerConfig) ([]netip.AddrPort, error) {
 
 // resolve turns a host name or literal into one address of the family
 // asked for (the first the resolver gives, as OB-UDPST takes it).
-func resolve(ctx context.Context, host string, fam Family) (netip.Addr, error) {
+func resolve(ctx context.Context, host string, fam dataphase.Family) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.Unmap()
-		if (fam == FamilyV4 && !a.Is4()) || (fam == FamilyV6 && a.Is4()) {
+		if (fam == dataphase.FamilyV4 && !a.Is4()) || (fam == dataphase.FamilyV6 && a.Is4()) {
 			return netip.Addr{}, fmt.Errorf("%s: address does not match the address family asked for", host)
 		}
 		return a, nil
@@ -147,7 +147,7 @@ func resolve(ctx context.Context, host string, fam Family) (netip.Addr, error) {
 	}
 	for _, a := range ips {
 		a = a.Unmap()
-		if fam == FamilyAny || (fam == FamilyV4) == a.Is4() {
+		if fam == dataphase.FamilyAny || (fam == dataphase.FamilyV4) == a.Is4() {
 			return a, nil
 		}
 	}

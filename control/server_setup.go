@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
@@ -80,7 +82,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 		if g, code = s.adm.reserve(req.MaxBandwidth); code == SetupNone {
 			var err error
 			sock, err = s.net.ListenUDP(netip.AddrPortFrom(ctl.LocalAddr().Addr(), 0),
-				SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == FamilyV6, SockBuf: s.cfg.SockBuf})
+				SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == dataphase.FamilyV6, SockBuf: s.cfg.SockBuf})
 			if err != nil {
 				s.log.Error("cannot open a test socket", "err", err)
 				s.adm.release(g)

@@ -11,11 +11,12 @@ import (
 
 // SocketOptions configure OpenUDP.
 type SocketOptions struct {
-	// Family is 4 (AF_INET), 6 (AF_INET6, IPv6 only) or 0: AF_INET for a
-	// plain IPv4 local address, otherwise AF_INET6 with IPV6_V6ONLY=V6Only,
-	// which for an unspecified address is the dual-stack [::].
-	Family int
-	// V6Only sets IPV6_V6ONLY on a Family 0 AF_INET6 socket.
+	// Family is FamilyV4 (AF_INET), FamilyV6 (AF_INET6, IPv6 only) or
+	// FamilyAny: AF_INET for a plain IPv4 local address, otherwise AF_INET6
+	// with IPV6_V6ONLY=V6Only, which for an unspecified address is the
+	// dual-stack [::].
+	Family dataphase.Family
+	// V6Only sets IPV6_V6ONLY on a FamilyAny AF_INET6 socket.
 	V6Only bool
 	// SockBuf is requested for both SO_SNDBUF and SO_RCVBUF; 0 leaves the
 	// system defaults. Read the result with Granted: the kernel caps the
@@ -93,7 +94,7 @@ type Socket struct {
 }
 
 // OpenUDP opens a non-blocking UDP socket bound to laddr (see SocketOptions
-// for the family rules; an unset laddr with Family 0 binds [::] dual-stack,
+// for the family rules; an unset laddr with FamilyAny binds [::] dual-stack,
 // falling back to 0.0.0.0 where the system has no IPv6).
 func OpenUDP(laddr netip.AddrPort, o SocketOptions) (*Socket, error) {
 	p, err := planBind(laddr, o)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/internal/golden"
 )
@@ -190,12 +189,12 @@ func infoFromInput(t *testing.T, in, out *jobj) TestInfo {
 	info.TraditionalMTU = fInt(t, in, "UDPPayloadDefault") == tradPayload-v6
 	switch fStr(t, in, "ProtocolVersion") {
 	case "IPv4":
-		info.Family = control.FamilyV4
+		info.Family = dataphase.FamilyV4
 	case "IPv6":
-		info.Family = control.FamilyV6
+		info.Family = dataphase.FamilyV6
 	}
 	if fStr(t, in, "RateAdjAlgorithm") == "C" {
-		info.Algorithm = control.AlgorithmC
+		info.Algorithm = dataphase.AlgorithmC
 	}
 	start, fixed := fInt(t, in, "StartSendingRateIndex"), fInt(t, in, "SendingRateIndex")
 	switch {

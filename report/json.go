@@ -1,6 +1,6 @@
 package report
 
-import "github.com/udpstp/udpstp/control"
+import "github.com/udpstp/udpstp/dataphase"
 
 // The JSON document in OB-UDPST 9.0.0's schema (measurement.md 6.4): same
 // keys in the same order, same types, units and number precisions. Three
@@ -73,9 +73,9 @@ func inputObject(t *TestInfo) *jobj {
 	in.int("ECN", int64(t.DSCPECN&3))
 	in.int("CEThreshold", int64(t.CEThresh))
 	switch t.Family {
-	case control.FamilyV4:
+	case dataphase.FamilyV4:
 		in.str("ProtocolVersion", "IPv4")
-	case control.FamilyV6:
+	case dataphase.FamilyV6:
 		in.str("ProtocolVersion", "IPv6")
 	default:
 		in.str("ProtocolVersion", "Any")

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 )
 
@@ -94,7 +93,7 @@ type TestInfo struct {
 	SlowAdjThresh  int
 	HighSpeedDelta int
 	SeqErrThresh   int
-	Algorithm      uint8 // control.AlgorithmB or control.AlgorithmC
+	Algorithm      uint8 // dataphase.AlgorithmB or dataphase.AlgorithmC
 	ConnMin        int   // -C min
 	ConnMax        int   // -C max (the "Conn:" of the header)
 	DSCPECN        int   // the DSCP+ECN byte
@@ -104,9 +103,9 @@ type TestInfo struct {
 	// IPv6: the Test Connections run over IPv6 (payload sizes minus 20,
 	// 20 more overhead bytes per datagram in every rate).
 	IPv6         bool
-	Family       control.Family // -4 / -6 / neither
-	Hosts        []Host         // every server argument, in command-line order
-	ServerPort   int            // the server's test port of this connection
+	Family       dataphase.Family // -4 / -6 / neither
+	Hosts        []Host           // every server argument, in command-line order
+	ServerPort   int              // the server's test port of this connection
 	ClientAddr   string
 	ClientPort   int
 	MaxBandwidth int // -B, Mbps (total)

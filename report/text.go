@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // The text lines, in OB-UDPST 9.0.0's exact formats (measurement.md 6.1).
@@ -41,7 +41,7 @@ func headerLines(t *TestInfo, prefix string) string {
 }
 
 func algorithmName(a uint8) string {
-	if a == control.AlgorithmC {
+	if a == dataphase.AlgorithmC {
 		return "C"
 	}
 	return "B"

@@ -130,8 +130,8 @@ func TestClientOptions(t *testing.T) {
 	}{
 		{[]string{"-u"}, func(c *cc) { c.Upstream = true }},
 		{[]string{"-d"}, func(c *cc) {}},
-		{[]string{"-4"}, func(c *cc) { c.Family = control.FamilyV4 }},
-		{[]string{"--ipv6"}, func(c *cc) { c.Family = control.FamilyV6 }},
+		{[]string{"-4"}, func(c *cc) { c.Family = dataphase.FamilyV4 }},
+		{[]string{"--ipv6"}, func(c *cc) { c.Family = dataphase.FamilyV6 }},
 		{[]string{"-C", "1"}, func(c *cc) {}},
 		{[]string{"--connections", "1-1"}, func(c *cc) {}},
 		{[]string{"-e"}, func(c *cc) { c.ShowErrors = true }},
@@ -162,8 +162,8 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-t", "5"}, func(c *cc) { c.TestIntTime = 5 }},
 		{[]string{"-P", "100"}, func(c *cc) { c.SubIntPeriod = 100 }},
 		{[]string{"-p", "25000"}, func(c *cc) { c.Servers[0].Port = 25000 }},
-		{[]string{"-A", "c"}, func(c *cc) { c.Algorithm = control.AlgorithmC }},
-		{[]string{"-A", "B"}, func(c *cc) { c.Algorithm = control.AlgorithmB }},
+		{[]string{"-A", "c"}, func(c *cc) { c.Algorithm = dataphase.AlgorithmC }},
+		{[]string{"-A", "B"}, func(c *cc) { c.Algorithm = dataphase.AlgorithmB }},
 		{[]string{"-b", "0"}, func(c *cc) { c.SockBuf = 0 }},
 		{[]string{"-L", "10"}, func(c *cc) { c.LowThresh = 10 }},
 		{[]string{"-U", "100"}, func(c *cc) { c.UpperThresh = 100 }},
@@ -208,8 +208,8 @@ func TestServerOptions(t *testing.T) {
 		args []string
 		set  func(*sc)
 	}{
-		{[]string{"-4"}, func(s *sc) { s.Family = control.FamilyV4 }},
-		{[]string{"-6"}, func(s *sc) { s.Family = control.FamilyV6 }},
+		{[]string{"-4"}, func(s *sc) { s.Family = dataphase.FamilyV4 }},
+		{[]string{"-6"}, func(s *sc) { s.Family = dataphase.FamilyV6 }},
 		{[]string{"-1"}, func(s *sc) { s.OneTest = true }},
 		{[]string{"--one-test"}, func(s *sc) { s.OneTest = true }},
 		{[]string{"-e"}, func(s *sc) { s.ShowErrors = true }},

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -171,9 +172,9 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 	if v.set("algorithm") {
 		switch a := v.text("algorithm"); {
 		case strings.EqualFold(a, "B"):
-			cfg.Algorithm = control.AlgorithmB
+			cfg.Algorithm = dataphase.AlgorithmB
 		case strings.EqualFold(a, "C"):
-			cfg.Algorithm = control.AlgorithmC
+			cfg.Algorithm = dataphase.AlgorithmC
 		default:
 			return 0, configError("ERROR: '%s' is not a valid rate adjustment algorithm (%s: B or C)", a, opt("algorithm"))
 		}

@@ -397,17 +397,17 @@ func checkUnsupported(c *cli.Context, r role) error {
 
 // family reads -4/-6. OB-UDPST lets the last one win; giving both is
 // surely a mistake, so it is refused.
-func family(v optionValues) (control.Family, error) {
+func family(v optionValues) (dataphase.Family, error) {
 	v4, v6 := v.on("ipv4"), v.on("ipv6")
 	switch {
 	case v4 && v6:
 		return 0, configError("ERROR: %s and %s are mutually exclusive", opt("ipv4"), opt("ipv6"))
 	case v4:
-		return control.FamilyV4, nil
+		return dataphase.FamilyV4, nil
 	case v6:
-		return control.FamilyV6, nil
+		return dataphase.FamilyV6, nil
 	}
-	return control.FamilyAny, nil
+	return dataphase.FamilyAny, nil
 }
 
 // checkAuthKey applies control.ValidateKey to -a: OB-UDPST's length limit,
@@ -448,9 +448,9 @@ func checkDebug(v optionValues) error {
 
 // showRates prints the sending rate table for -S, as `udpst -S` does
 // after its checks, instead of running.
-func showRates(c *cli.Context, noJumbo, traditionalMTU bool, fam control.Family) error {
+func showRates(c *cli.Context, noJumbo, traditionalMTU bool, fam dataphase.Family) error {
 	o := dataphase.TableOptions{NoJumbo: noJumbo, TraditionalMTU: traditionalMTU}
-	if err := writeRateTable(c.App.Writer, o, fam == control.FamilyV6); err != nil {
+	if err := writeRateTable(c.App.Writer, o, fam == dataphase.FamilyV6); err != nil {
 		return fmt.Errorf("%s: %w", opt("show-rates"), err)
 	}
 	return nil

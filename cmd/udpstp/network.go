@@ -103,7 +103,7 @@ func (n *engineNet) describe() string {
 
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := engine.OpenUDP(laddr, engine.SocketOptions{
-		Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
+		Family: o.Family, V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
 	})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
