@@ -98,7 +98,7 @@ func TestServerDropsJunk(t *testing.T) {
 		t.Fatalf("the real client was not served: %v", err)
 	}
 	cc.Sock.Close()
-	if n := s.Counters.SetupInvalid.Load(); n < 20 {
+	if n := s.Counters.Load(CountSetupInvalid); n < 20 {
 		t.Errorf("%d invalid Setup Requests counted", n)
 	}
 	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
@@ -160,7 +160,7 @@ func TestActivationTimeoutReleases(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if conns, down, _ := s.Active(); conns == 0 && down == 0 {
-			if s.Counters.ActivationWait.Load() != 1 {
+			if s.Counters.Load(CountActivationWait) != 1 {
 				t.Errorf("timeout not counted")
 			}
 			return

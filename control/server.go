@@ -235,7 +235,7 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			time.Sleep(100 * time.Millisecond) // a lasting error logs ten lines a second, not a hundred
 			continue
 		}
-		s.Counters.SetupRequests.Add(1)
+		s.Counters.Add(CountSetupRequests)
 		s.handleSetup(c, buf[:n], from)
 	}
 }

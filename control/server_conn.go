@@ -54,13 +54,13 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	legacy := req.ProtocolVer < AuthECNProtocolVer
 	core, peer, ok := s.activate(sc, req, keys, legacy)
 	if !ok {
-		s.Counters.ActivationWait.Add(1)
+		s.Counters.Add(CountActivationWait)
 		return
 	}
-	s.Counters.Activated.Add(1)
-	running := &s.Counters.RunningDown
+	s.Counters.Add(CountActivated)
+	running := &s.Counters.runningDown
 	if !core.LoadSender() {
-		running = &s.Counters.RunningUp
+		running = &s.Counters.runningUp
 	}
 	running.Add(1)
 	defer running.Add(-1)
@@ -69,7 +69,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	var endReason atomic.Uint32
 	onEvent := func(ev dataphase.Event) {
-		s.countEvent(&ev, hdr)
+		s.countEvent(&ev)
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
@@ -115,9 +115,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	log.Info("test started", "direction", direction(core))
 	<-sc.dp.Done()
 	r := dataphase.EndReason(endReason.Load())
-	if int(r) < len(s.Counters.EndedByReason) {
-		s.Counters.EndedByReason[r].Add(1)
-	}
+	s.Counters.end(r)
 	log.Info("test ended", "reason", r.String())
 }
 
@@ -169,7 +167,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			}
 			continue
 		}
-		s.Counters.ActivationRequests.Add(1)
+		s.Counters.Add(CountActivationRequests)
 		if !legacy && req.AuthMode == AuthControl {
 			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
 			if c := VerifyRequest(b, keys, s.now()); c != 0 {

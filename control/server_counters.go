@@ -1,63 +1,110 @@
 package control
 
+// The server's counters: what its Control Phase saw and what its Data
+// Phases reported, for the logs, -G, the service status line and metrics.
+// Each is declared once, as a constant with a line of its table; a
+// Snapshot copies them all and Each lists them with their names.
+
 import (
+	"strconv"
 	"sync/atomic"
 
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// The server's counters: what its Control Phase saw and what its Data
-// Phases reported, for the logs, -G and the service status line.
+// ServerCounter names one of the server's Control Phase counters. It
+// indexes ServerCounters and ServerSnapshot.Counts; serverCounterInfo
+// gives its name and help text.
+type ServerCounter uint8
 
-// ServerCounters count what the server's Control Phase saw, for logs and
-// statistics. Every refusal is counted by its code.
-type ServerCounters struct {
-	SetupRequests    atomic.Uint64 // every datagram on a control socket
-	SetupRateLimited atomic.Uint64 // dropped unanswered: its source exceeded its Setup Request rate
-	SetupInvalid     atomic.Uint64 // dropped silently: length, identifier, cmdRequest, checksum
-	Accepted         atomic.Uint64
-	Rejected         [14]atomic.Uint64 // by Setup code
-	LegacyAccepted   atomic.Uint64
-	ActivationWait   atomic.Uint64 // Test Connections released without an activation
-	Activated        atomic.Uint64
-	EndedByReason    [8]atomic.Uint64
-
-	// ActivationRequests counts valid Test Activation Requests, before
-	// their authentication is checked.
-	ActivationRequests atomic.Uint64
+const (
+	CountSetupRequests    ServerCounter = iota // every datagram on a control socket
+	CountSetupRateLimited                      // dropped unanswered: its source exceeded its Setup Request rate
+	CountSetupInvalid                          // dropped silently: length, identifier, cmdRequest, checksum
+	CountSetupAccepted
+	CountLegacyAccepted // accepted with a protocol version before 20
+	// CountActivationRequests counts valid Test Activation Requests,
+	// before their authentication is checked.
+	CountActivationRequests
+	CountActivated
+	CountActivationWait // Test Connections released without an activation
 	// Invalid control PDUs (Setup and Test Activation Requests) by what
 	// failed: the length, the checksum, anything else.
-	InvalidSize, InvalidChecksum, InvalidFormat atomic.Uint64
-	// Authentication failures of Setup (codes 7 and 8, also in Rejected)
-	// and Test Activation Requests: a digest no key matches, a time
-	// outside the window.
-	AuthFailure, AuthTime atomic.Uint64
-	// Running Data Phases by direction.
-	RunningDown, RunningUp atomic.Int64
+	CountInvalidSize
+	CountInvalidChecksum
+	CountInvalidFormat
+	// Authentication failures of Setup (codes 7 and 8, also counted as
+	// refusals) and Test Activation Requests: a digest no key matches, a
+	// time outside the window.
+	CountAuthFailure
+	CountAuthTime
 
-	Data DataCounters
+	NumServerCounters // the number of ServerCounters, not one
+)
+
+var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
+	CountSetupRequests:      {Name: "setup_requests", Help: "Datagrams received on the control sockets"},
+	CountSetupRateLimited:   {Name: "setup_rate_limited", Help: "Setup Requests dropped unanswered: their source exceeded its rate"},
+	CountSetupInvalid:       {Name: "setup_invalid", Help: "Setup Requests dropped unanswered: invalid length, identifier, command or checksum"},
+	CountSetupAccepted:      {Name: "setup_accepted", Help: "Setup Requests accepted"},
+	CountLegacyAccepted:     {Name: "setup_legacy_accepted", Help: "Setup Requests accepted with a protocol version before 20"},
+	CountActivationRequests: {Name: "activation_requests", Help: "Valid Test Activation Requests received, before their authentication is checked"},
+	CountActivated:          {Name: "activated", Help: "Test Connections activated"},
+	CountActivationWait:     {Name: "activation_timeouts", Help: "Test Connections released without an activation"},
+	CountInvalidSize:        {Name: "control_invalid_size", Help: "Setup and Test Activation Requests dropped for their length"},
+	CountInvalidChecksum:    {Name: "control_invalid_checksum", Help: "Setup and Test Activation Requests dropped for their checksum"},
+	CountInvalidFormat:      {Name: "control_invalid_format", Help: "Setup and Test Activation Requests dropped for another field"},
+	CountAuthFailure:        {Name: "auth_failures", Help: "Setup and Test Activation Requests whose digest no key matches"},
+	CountAuthTime:           {Name: "auth_time_failures", Help: "Setup and Test Activation Requests authenticated with a time outside the window"},
 }
 
-// DataCounters add up what the Data Phases report in their events (the
-// -G file's traffic figures). They come from Status PDUs, so they are
-// what each receiving end counted: the load the server sent as its
-// clients received it, and the load the server received.
-type DataCounters struct {
-	StatusSent, StatusReceived atomic.Uint64 // Status PDUs sent and (valid) received
-	// The server's load as its clients reported receiving it; TxIPBytes
-	// counts IP and UDP headers too (28 bytes, 48 for IPv6).
-	TxDatagrams, TxIPBytes, TxLoss, TxOooDup atomic.Uint64
-	// The load the server received, as its Status PDUs reported it.
-	RxDatagrams, RxIPBytes, RxLoss, RxOooDup atomic.Uint64
-	// Status PDUs lost (a reordered one counts 65535, as in OB-UDPST):
-	// those sent to us (local) and those we sent (remote, as the peer
-	// reported); and the "traffic has completely stopped" events.
-	LocalStatusLoss, RemoteStatusLoss   atomic.Uint64
-	LocalTrafficStop, RemoteTrafficStop atomic.Uint64
-	// Invalid Load and Status PDUs by what failed (every one: the Data
-	// Phase counts beyond the warnings it shows).
-	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       atomic.Uint64
-	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum atomic.Uint64
+// Info returns the counter's name and help text.
+func (c ServerCounter) Info() dataphase.CounterInfo { return serverCounterInfo[c] }
+
+func (c ServerCounter) String() string { return serverCounterInfo[c].Name }
+
+// numSetupCodes sizes the refusals by Setup code.
+const numSetupCodes = SetupConnFail + 1
+
+// The counters by a label, next to those of the table.
+var (
+	rejectedInfo = dataphase.CounterInfo{Name: "setup_rejected", Help: "Setup Requests answered with a refusal, by Setup response code"}
+	endedInfo    = dataphase.CounterInfo{Name: "tests_ended", Help: "Data Phases ended, by how they ended"}
+)
+
+// ServerCounters count what the server's Control Phase saw and add up what
+// its Data Phases report in their events; any goroutine may add or read.
+type ServerCounters struct {
+	counts   [NumServerCounters]atomic.Uint64
+	rejected [numSetupCodes]atomic.Uint64           // by Setup code
+	ended    [dataphase.NumEndReasons]atomic.Uint64 // by end reason
+	// Running Data Phases by direction.
+	runningDown, runningUp atomic.Int64
+	// data adds up the Data Phases' counts (the -G file's traffic
+	// figures). They come from Status PDUs, so they are what each
+	// receiving end counted: the load the server sent as its clients
+	// received it, and the load the server received.
+	data dataphase.AtomicCounts
+}
+
+// Add counts one of c.
+func (s *ServerCounters) Add(c ServerCounter) { s.counts[c].Add(1) }
+
+// Load reads one counter.
+func (s *ServerCounters) Load(c ServerCounter) uint64 { return s.counts[c].Load() }
+
+// reject counts a refusal by its Setup code.
+func (s *ServerCounters) reject(code uint8) {
+	if int(code) < len(s.rejected) {
+		s.rejected[code].Add(1)
+	}
+}
+
+// end counts an ended Data Phase by its reason.
+func (s *ServerCounters) end(r dataphase.EndReason) {
+	if int(r) < len(s.ended) {
+		s.ended[r].Add(1)
+	}
 }
 
 // countInvalid counts an invalid control PDU by what failed.
@@ -70,90 +117,42 @@ func (s *Server) countInvalid(err error) {
 	}
 	switch field {
 	case "length":
-		s.Counters.InvalidSize.Add(1)
+		s.Counters.Add(CountInvalidSize)
 	case "checkSum":
-		s.Counters.InvalidChecksum.Add(1)
+		s.Counters.Add(CountInvalidChecksum)
 	default:
-		s.Counters.InvalidFormat.Add(1)
+		s.Counters.Add(CountInvalidFormat)
 	}
 }
 
 // countAuth counts an authentication failure by its code.
 func (s *Server) countAuth(code uint8) {
 	if code == SetupAuthTime {
-		s.Counters.AuthTime.Add(1)
+		s.Counters.Add(CountAuthTime)
 	} else {
-		s.Counters.AuthFailure.Add(1)
+		s.Counters.Add(CountAuthFailure)
 	}
 }
 
-// countEvent adds a Data Phase event to the data counters. It runs on the
-// executor's thread for every event, so it only adds.
-func (s *Server) countEvent(ev *dataphase.Event, hdr uint64) {
-	d := &s.Counters.Data
-	switch ev.Kind {
-	case dataphase.EvTrial:
-		t := &ev.Trial
-		ip := uint64(t.Bytes) + uint64(t.Datagrams)*hdr
-		if t.Sent {
-			// Our Status PDU: what we received in its Trial Interval.
-			d.StatusSent.Add(1)
-			d.RxDatagrams.Add(uint64(t.Datagrams))
-			d.RxIPBytes.Add(ip)
-			d.RxLoss.Add(uint64(t.Loss))
-			d.RxOooDup.Add(uint64(t.Ooo) + uint64(t.Dup))
-		} else {
-			// The peer's Status PDU: what it received of our load.
-			d.StatusReceived.Add(1)
-			d.TxDatagrams.Add(uint64(t.Datagrams))
-			d.TxIPBytes.Add(ip)
-			d.TxLoss.Add(uint64(t.Loss))
-			d.TxOooDup.Add(uint64(t.Ooo) + uint64(t.Dup))
-		}
-	}
-	// Counted by the Data Phase itself, uncapped; a Trial Interval's event
-	// and the end carry what happened since the previous one.
-	a := &ev.Anomalies
-	d.LocalStatusLoss.Add(a.LocalStatusLoss)
-	d.RemoteStatusLoss.Add(a.RemoteStatusLoss)
-	d.LocalTrafficStop.Add(a.LocalTrafficStop)
-	d.RemoteTrafficStop.Add(a.RemoteTrafficStop)
-	d.LoadInvalidSize.Add(a.LoadInvalidSize)
-	d.LoadInvalidFormat.Add(a.LoadInvalidFormat)
-	d.LoadInvalidChecksum.Add(a.LoadInvalidChecksum)
-	d.StatusInvalidSize.Add(a.StatusInvalidSize)
-	d.StatusInvalidFormat.Add(a.StatusInvalidFormat)
-	d.StatusInvalidChecksum.Add(a.StatusInvalidChecksum)
+// countEvent adds what a Data Phase counted (an EvTrial's or EvEnd's
+// Counts) to the totals. It runs on the executor's thread for every
+// event, so it only adds.
+func (s *Server) countEvent(ev *dataphase.Event) {
+	s.Counters.data.Add(&ev.Counts)
 }
 
 // ServerSnapshot is a copy of a Server's counters and state at one time
-// (the -G records, the service status line).
+// (the -G records, the service status line, metrics).
 type ServerSnapshot struct {
 	Running, RunningDown, RunningUp int // Test Connections in the Data Phase
 	Reserved                        int // Test Connections holding a slot (also awaiting activation)
 	DownMbps, UpMbps                int // bandwidth reserved per direction
 
-	SetupRequests, SetupRateLimited, SetupInvalid uint64
-	Accepted, LegacyAccepted                      uint64
-	Rejected                                      [14]uint64
-	ActivationRequests, Activated                 uint64
-	ActivationWait                                uint64
-	InvalidSize, InvalidChecksum, InvalidFormat   uint64
-	AuthFailure, AuthTime                         uint64
-	EndedByReason                                 [8]uint64
+	Counts        [NumServerCounters]uint64       // by ServerCounter
+	Rejected      [numSetupCodes]uint64           // by Setup code
+	EndedByReason [dataphase.NumEndReasons]uint64 // by dataphase.EndReason
 
-	Data DataTotals
-}
-
-// DataTotals are DataCounters read at one time.
-type DataTotals struct {
-	StatusSent, StatusReceived                                    uint64
-	TxDatagrams, TxIPBytes, TxLoss, TxOooDup                      uint64
-	RxDatagrams, RxIPBytes, RxLoss, RxOooDup                      uint64
-	LocalStatusLoss, RemoteStatusLoss                             uint64
-	LocalTrafficStop, RemoteTrafficStop                           uint64
-	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
-	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
+	Data dataphase.Counts // the Data Phases' counters, added up
 }
 
 // RejectedTotal is the number of Setup Requests answered with a refusal.
@@ -171,31 +170,61 @@ func (s *Server) Snapshot() ServerSnapshot {
 	c := &s.Counters
 	var n ServerSnapshot
 	n.Reserved, n.DownMbps, n.UpMbps = s.adm.snapshot()
-	n.RunningDown, n.RunningUp = int(c.RunningDown.Load()), int(c.RunningUp.Load())
+	n.RunningDown, n.RunningUp = int(c.runningDown.Load()), int(c.runningUp.Load())
 	n.Running = n.RunningDown + n.RunningUp
-	n.SetupRequests, n.SetupRateLimited, n.SetupInvalid = c.SetupRequests.Load(), c.SetupRateLimited.Load(), c.SetupInvalid.Load()
-	n.Accepted, n.LegacyAccepted = c.Accepted.Load(), c.LegacyAccepted.Load()
-	for i := range c.Rejected {
-		n.Rejected[i] = c.Rejected[i].Load()
+	for i := range c.counts {
+		n.Counts[i] = c.counts[i].Load()
 	}
-	n.ActivationRequests, n.Activated = c.ActivationRequests.Load(), c.Activated.Load()
-	n.ActivationWait = c.ActivationWait.Load()
-	n.InvalidSize, n.InvalidChecksum, n.InvalidFormat = c.InvalidSize.Load(), c.InvalidChecksum.Load(), c.InvalidFormat.Load()
-	n.AuthFailure, n.AuthTime = c.AuthFailure.Load(), c.AuthTime.Load()
-	for i := range c.EndedByReason {
-		n.EndedByReason[i] = c.EndedByReason[i].Load()
+	for i := range c.rejected {
+		n.Rejected[i] = c.rejected[i].Load()
 	}
-	d := &c.Data
-	n.Data = DataTotals{
-		StatusSent: d.StatusSent.Load(), StatusReceived: d.StatusReceived.Load(),
-		TxDatagrams: d.TxDatagrams.Load(), TxIPBytes: d.TxIPBytes.Load(), TxLoss: d.TxLoss.Load(), TxOooDup: d.TxOooDup.Load(),
-		RxDatagrams: d.RxDatagrams.Load(), RxIPBytes: d.RxIPBytes.Load(), RxLoss: d.RxLoss.Load(), RxOooDup: d.RxOooDup.Load(),
-		LocalStatusLoss: d.LocalStatusLoss.Load(), RemoteStatusLoss: d.RemoteStatusLoss.Load(),
-		LocalTrafficStop: d.LocalTrafficStop.Load(), RemoteTrafficStop: d.RemoteTrafficStop.Load(),
-		LoadInvalidSize: d.LoadInvalidSize.Load(), LoadInvalidFormat: d.LoadInvalidFormat.Load(),
-		LoadInvalidChecksum: d.LoadInvalidChecksum.Load(),
-		StatusInvalidSize:   d.StatusInvalidSize.Load(), StatusInvalidFormat: d.StatusInvalidFormat.Load(),
-		StatusInvalidChecksum: d.StatusInvalidChecksum.Load(),
+	for i := range c.ended {
+		n.EndedByReason[i] = c.ended[i].Load()
 	}
+	n.Data = c.data.Load()
 	return n
+}
+
+// Metric is one value of a ServerSnapshot with what it is, for a metrics
+// exporter or a dump.
+type Metric struct {
+	dataphase.CounterInfo
+	// Gauge: a level that goes down as well as up; otherwise a count
+	// since the server started.
+	Gauge bool
+	// Label and LabelValue name the counter's part of a labelled counter
+	// (a refusal's "code", an end's "reason"); "" for the others.
+	Label, LabelValue string
+	Value             uint64
+}
+
+// Each calls f for every value of the snapshot, in a fixed order: the
+// gauges, the Control Phase counters, the refusals by Setup code and the
+// ends by reason (the codes and reasons that exist, zero or not), and the
+// Data Phases' counters.
+func (n *ServerSnapshot) Each(f func(Metric)) {
+	for _, g := range []struct {
+		name, help string
+		v          int
+	}{
+		{"running_downstream", "Test Connections in a downstream Data Phase", n.RunningDown},
+		{"running_upstream", "Test Connections in an upstream Data Phase", n.RunningUp},
+		{"reserved_connections", "Test Connections holding a slot, also those awaiting activation", n.Reserved},
+		{"reserved_downstream_mbps", "Bandwidth reserved downstream (Mbps)", n.DownMbps},
+		{"reserved_upstream_mbps", "Bandwidth reserved upstream (Mbps)", n.UpMbps},
+	} {
+		f(Metric{CounterInfo: dataphase.CounterInfo{Name: g.name, Help: g.help}, Gauge: true, Value: uint64(max(g.v, 0))})
+	}
+	for c := range NumServerCounters {
+		f(Metric{CounterInfo: c.Info(), Value: n.Counts[c]})
+	}
+	for code := SetupBadVersion; code < numSetupCodes; code++ {
+		f(Metric{CounterInfo: rejectedInfo, Label: "code", LabelValue: strconv.Itoa(int(code)), Value: n.Rejected[code]})
+	}
+	for r := dataphase.EndStopped; r < dataphase.NumEndReasons; r++ {
+		f(Metric{CounterInfo: endedInfo, Label: "reason", LabelValue: r.Name(), Value: n.EndedByReason[r]})
+	}
+	for c := range dataphase.NumCounters {
+		f(Metric{CounterInfo: c.Info(), Value: n.Data[c]})
+	}
 }

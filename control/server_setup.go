@@ -20,7 +20,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 	var req SetupPDU
 	if err := req.Decode(b); err != nil {
 		// Dropped without an answer, as OB-UDPST does.
-		s.Counters.SetupInvalid.Add(1)
+		s.Counters.Add(CountSetupInvalid)
 		s.countInvalid(err)
 		// A flood of junk ends here: build the log record only when it is
 		// written (its arguments alone would allocate per datagram).
@@ -34,7 +34,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 	// must not use up the tokens of a real client behind the same address.
 	// It comes before anything costly (HMAC checks, a socket).
 	if ok, first := s.limit.allow(from.Addr(), time.Now()); !ok {
-		s.Counters.SetupRateLimited.Add(1)
+		s.Counters.Add(CountSetupRateLimited)
 		if first {
 			s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
 				"rate_per_s", s.limit.rate, "burst", s.limit.burst)
@@ -108,16 +108,14 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 		s.log.Error("cannot send setup response", "to", from, "err", err)
 	}
 	if code != SetupNone {
-		if int(code) < len(s.Counters.Rejected) {
-			s.Counters.Rejected[code].Add(1)
-		}
+		s.Counters.reject(code)
 		s.log.Warn("setup request rejected", "from", from, "code", code, "reason", SetupCodeText(code),
 			"version", req.ProtocolVer, "mc", fmt.Sprintf("%d/%d", req.MCIndex, req.MCCount))
 		return
 	}
-	s.Counters.Accepted.Add(1)
+	s.Counters.Add(CountSetupAccepted)
 	if req.ProtocolVer < AuthECNProtocolVer {
-		s.Counters.LegacyAccepted.Add(1)
+		s.Counters.Add(CountLegacyAccepted)
 	} else {
 		// The Null PDU opens the way through a stateful firewall in front
 		// of the server: from the new test port to the client's socket.

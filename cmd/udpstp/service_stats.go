@@ -178,49 +178,44 @@ func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
 	d := c.srv.Snapshot().Data
 	t := c.net.totals()
 	s := report.ServerStatsSample{
-		At:                   now,
-		QueuedTxDatagrams:    t.loadSent,
-		DeliveredTxDatagrams: d.TxDatagrams, DeliveredTxIPBytes: d.TxIPBytes, DeliveredTxLoss: d.TxLoss, DeliveredTxOooDup: d.TxOooDup,
-		DeliveredRxDatagrams: d.RxDatagrams, DeliveredRxIPBytes: d.RxIPBytes, DeliveredRxLoss: d.RxLoss, DeliveredRxOooDup: d.RxOooDup,
-		TxOverrunEvents: t.backpressureEvents, TxOverrunDatagrams: t.backpressureDatagrams,
+		At:                now,
+		QueuedTxDatagrams: t.loadSent,
+		TxOverrunEvents:   t.backpressureEvents, TxOverrunDatagrams: t.backpressureDatagrams,
 		TxBursts: t.sendCalls, TxBurstDatagrams: t.sent,
 		RxBursts: t.recvCalls, RxBurstDatagrams: t.recv,
-		StatusTx: d.StatusSent, StatusRx: d.StatusReceived,
-		LocMessageLoss: d.LocalStatusLoss, RemMessageLoss: d.RemoteStatusLoss,
-		LocTrafficStop: d.LocalTrafficStop, RemTrafficStop: d.RemoteTrafficStop,
+		Data: d,
 	}
-	if d.TxDatagrams > 0 {
-		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d.TxIPBytes) / float64(d.TxDatagrams))
+	if n := d[dataphase.CountTxDatagrams]; n > 0 {
+		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
 	}
 	return s
 }
 
 // counters maps the server's counters onto the file's.
 func statsCounters(n *control.ServerSnapshot) report.ServerStatsCounters {
-	r := &n.Rejected
-	valid := n.SetupRequests - min(n.SetupRequests, n.SetupRateLimited+n.SetupInvalid)
-	d := &n.Data
+	r, k := &n.Rejected, &n.Counts
+	requests := k[control.CountSetupRequests]
+	valid := requests - min(requests, k[control.CountSetupRateLimited]+k[control.CountSetupInvalid])
 	return report.ServerStatsCounters{
 		Setup: report.StatsSetupCounters{
-			RequestsReceived: valid, AcceptsSent: n.Accepted, RejectsSent: n.RejectedTotal(),
+			RequestsReceived: valid, AcceptsSent: k[control.CountSetupAccepted], RejectsSent: n.RejectedTotal(),
 			InvalidProtocolVer: r[control.SetupBadVersion],
 			InvalidSetupOption: r[control.SetupJumboMismatch] + r[control.SetupAuthNotConf] + r[control.SetupAuthRequired] +
 				r[control.SetupAuthMode] + r[control.SetupNoMaxBW] + r[control.SetupTradMismatch] + r[control.SetupMCInvalid],
 			BandwidthExceeded:    r[control.SetupCapExceeded],
 			ConnectionCreateFail: r[control.SetupConnFail],
-			LegacyProtocolVer:    n.LegacyAccepted,
+			LegacyProtocolVer:    k[control.CountLegacyAccepted],
 		},
 		Activation: report.StatsActivationCounters{
-			TimeoutWaiting: n.ActivationWait, RequestsReceived: n.ActivationRequests, AcceptsSent: n.Activated,
+			TimeoutWaiting: k[control.CountActivationWait], RequestsReceived: k[control.CountActivationRequests],
+			AcceptsSent: k[control.CountActivated],
 		},
 		Control: report.StatsControlCounters{
-			InvalidSize: n.InvalidSize, InvalidFormat: n.InvalidFormat, InvalidChecksum: n.InvalidChecksum,
-			AuthFailure: n.AuthFailure, BadAuthTime: n.AuthTime,
+			InvalidSize: k[control.CountInvalidSize], InvalidFormat: k[control.CountInvalidFormat],
+			InvalidChecksum: k[control.CountInvalidChecksum],
+			AuthFailure:     k[control.CountAuthFailure], BadAuthTime: k[control.CountAuthTime],
 		},
-		Data: report.StatsDataCounters{
-			LoadInvalidSize: d.LoadInvalidSize, LoadInvalidFormat: d.LoadInvalidFormat, LoadInvalidChecksum: d.LoadInvalidChecksum,
-			StatusInvalidSize: d.StatusInvalidSize, StatusInvalidFormat: d.StatusInvalidFormat, StatusInvalidChecksum: d.StatusInvalidChecksum,
-		},
+		Data: n.Data,
 	}
 }
 
