@@ -6,13 +6,15 @@ PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo clean
 
 all: build
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild systemd-check

@@ -64,13 +64,15 @@ func (c *Collector) prefix(slot int) string {
 	return fmt.Sprintf("[%d]", slot)
 }
 
-// Banner prints our own banner line (text mode only). The name and version
-// are ours; OB-UDPST's banner is not imitated.
+// Banner prints OB-UDPST's banner lines (text mode only), "UDP Speed
+// Test", "Software Ver: ..." and, with Options.Mode, "Mode: Client, ...",
+// where parsers of its output look for them, naming udpstp (name) and its
+// version as well as the OB-UDPST version whose output it produces.
 func (c *Collector) Banner(name, version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.text() {
-		c.write(banner(name, version))
+		c.write(banner(name, version, c.opt.Mode))
 	}
 }
 

@@ -19,7 +19,7 @@ func (r *results) document(f Format) *jobj {
 		top.int("IPLayerMaxConnections", maxConnections)
 		top.int("IPLayerMaxIncrementalResult", maxIncremental)
 		sup := top.obj("IPLayerCapSupported")
-		sup.str("SoftwareVersion", softwareVersion)
+		sup.str("SoftwareVersion", softwareVersion())
 		sup.int("ControlProtocolVersion", protocolVersion)
 		sup.str("Metrics", metricsSupported)
 	}

@@ -30,6 +30,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "udpstp",
 		Usage:                "UDP Speed Test Protocol (RFC 9946) server and client",
+		Version:              version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
 		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), versionCommand()},
