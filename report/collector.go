@@ -195,7 +195,10 @@ func (c *Collector) ErrorStatus() int {
 // (SkippedBursts, our own figure), text mode prints one extra line after
 // OB-UDPST's, "Sub-Interval[n]: sender skipped k Bursts (p % of plan)", and
 // JSON gets the totals under the separate top-level key "udpstp"; OB-UDPST's
-// lines and keys stay exactly as they are.
+// lines and keys stay exactly as they are. The same key carries each
+// connection's own Sub-Interval figures ("Connections", see conns.go) when
+// there is more than one connection or this end sends the load (then with
+// the sending rate row of each Sub-Interval); not with -s.
 func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -220,6 +223,9 @@ func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	l3 := rec.rate(overheadL3, ipv6)
 	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
 		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
+	}
+	if !c.opt.NoSubInt {
+		c.res.addConn(conn, &rec, l3, &r)
 	}
 	c.agg.add(&r, &rec, l3, ipv6)
 	c.poll(wall)

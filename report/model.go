@@ -273,4 +273,8 @@ type results struct {
 	msg, msg2 string
 	skips     skipFigures
 	skipList  []skipInterval
+	// conns are the per-connection figures (conns.go), by 0-based
+	// connection index; rows indexes the Sending Rate Table to name rows.
+	conns map[int]*connSeries
+	rows  map[dataphase.SendingRate]int
 }
