@@ -31,7 +31,7 @@ unit:
 # fuzz: every fuzz target runs briefly beyond its committed seed corpus.
 # -fuzz must match exactly one target in one package, hence the loop.
 fuzz:
-	@set -e; for pkg in ./dataphase ./control; do \
+	@set -e; for pkg in ./dataphase ./control ./report/plot; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
 			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null; \

@@ -33,7 +33,7 @@ func newApp() *cli.App {
 		Version:              version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), versionCommand()},
+		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), plotCommand(), versionCommand()},
 		OnUsageError:         usageError,
 		Action:               unknownCommand,
 		// Errors come back from Run and main reports them. Without this
