@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo clean
+.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo man completion clean
 
 all: build
 
@@ -92,5 +92,22 @@ demo: build
 	echo "server log:   $(CURDIR)/demo-results/server.log"; \
 	exit $$status
 
+# man: udpstp(1), generated from the command definitions (udpstp man), in
+# build/man. Generated, not committed: it cannot go stale that way; the
+# release archive and the packages take it from here.
+man: build
+	@mkdir -p build/man
+	$(BIN) man >build/man/udpstp.1
+	@echo "man page: $(CURDIR)/build/man/udpstp.1 (man -l build/man/udpstp.1)"
+
+# completion: the bash, zsh and fish completion scripts in build/completion,
+# under the names each shell's completion directory expects.
+completion: build
+	@mkdir -p build/completion
+	$(BIN) completion bash >build/completion/udpstp
+	$(BIN) completion zsh >build/completion/_udpstp
+	$(BIN) completion fish >build/completion/udpstp.fish
+	@echo "completion scripts: $(CURDIR)/build/completion/{udpstp,_udpstp,udpstp.fish}"
+
 clean:
-	rm -rf bin demo-results
+	rm -rf bin build demo-results

@@ -146,6 +146,7 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 	cmd.HideHelpCommand = true // else a server named "help" or "h" would print help
 	cmd.CustomHelpTemplate = cli.CommandHelpTemplate
 	cmd.OnUsageError = usageError
+	cmd.BashComplete = completeVisibleFlags
 	cmd.Action = func(c *cli.Context) error {
 		p := permute(c.Args().Slice(), c.Command.Flags)
 		if p.help || p.usage {

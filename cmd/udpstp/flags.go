@@ -273,9 +273,17 @@ func flagsFor(r role) []cli.Flag {
 			continue
 		}
 		flags = append(flags, &cli.StringFlag{Name: o.name, Aliases: aliases, Usage: usage,
-			Category: o.category, Hidden: hidden, DefaultText: def})
+			Category: o.category, Hidden: hidden, DefaultText: def, TakesFile: takesFile(usage)})
 	}
 	return flags
+}
+
+// takesFile reports whether an option's value is a file name, as its
+// usage's placeholder says ("`file`", "`[+]file`", "`FILE`"), so that
+// shell completion offers file names there.
+func takesFile(usage string) bool {
+	p, _ := unquoteUsage(usage)
+	return strings.HasSuffix(strings.ToLower(p), "file")
 }
 
 // configError is a command-line error: one line, exit status 50.

@@ -33,9 +33,10 @@ func newApp() *cli.App {
 		Version:              version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), plotCommand(), versionCommand()},
-		OnUsageError:         usageError,
-		Action:               unknownCommand,
+		Commands: []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), plotCommand(), versionCommand(),
+			completionCommand(), manCommand()},
+		OnUsageError: usageError,
+		Action:       unknownCommand,
 		// Errors come back from Run and main reports them. Without this
 		// handler cli would print them itself and call os.Exit from inside
 		// Run, out of our control and in the middle of tests.

@@ -33,7 +33,7 @@ func plotCommand() *cli.Command {
 
 func plotFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, TakesFile: true,
 			Usage: "write the plot to `FILE` (.svg or .png), atomically; - is SVG on standard output", DefaultText: "RESULT with .svg"},
 	}
 }
