@@ -21,8 +21,8 @@ func manCommand() *cli.Command {
 		UsageText:    "udpstp man | man -l -",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return configError("man: unexpected argument %q (man takes no arguments)", c.Args().First())
+			if err := noArguments(c); err != nil {
+				return err
 			}
 			_, err := c.App.Writer.Write(manPage(c.App))
 			return err

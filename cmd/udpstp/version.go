@@ -39,13 +39,21 @@ func versionCommand() *cli.Command {
 		Usage:        "print the udpstp version, its build and the protocol versions it speaks",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return configError("version: unexpected argument %q (version takes no arguments)", c.Args().First())
+			if err := noArguments(c); err != nil {
+				return err
 			}
 			writeVersion(c.App.Writer)
 			return nil
 		},
 	}
+}
+
+// noArguments refuses positional arguments to a command that takes none.
+func noArguments(c *cli.Context) error {
+	if c.Args().Present() {
+		return configError("%s: unexpected argument %q (%s takes no arguments)", c.Command.Name, c.Args().First(), c.Command.Name)
+	}
+	return nil
 }
 
 // writeVersion prints what `udpstp version`, --version and -V say:

@@ -116,16 +116,23 @@ func (d svgDoc) strokes(c color.Color) int {
 	return n
 }
 
-func renderSVG(t *testing.T, path string) (*Result, svgDoc) {
+// renderFile reads the result at path and renders it in format f.
+func renderFile(t *testing.T, path string, f Format) (*Result, *bytes.Buffer) {
 	t.Helper()
 	r, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := Render(&b, r, SVG); err != nil {
+	if err := Render(&b, r, f); err != nil {
 		t.Fatal(err)
 	}
+	return r, &b
+}
+
+func renderSVG(t *testing.T, path string) (*Result, svgDoc) {
+	t.Helper()
+	r, b := renderFile(t, path, SVG)
 	return r, parseSVG(t, b.Bytes())
 }
 
@@ -207,15 +214,8 @@ func TestSVGStructure(t *testing.T) {
 // PNG output decodes as a PNG of the size PixelSize gives.
 func TestPNG(t *testing.T) {
 	for _, path := range []string{"testdata/udpstp_us_c2_t5.json", "testdata/udpstp_ds_c2_t10.json"} {
-		r, err := ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := Render(&b, r, PNG); err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(&b)
+		r, b := renderFile(t, path, PNG)
+		img, err := png.Decode(b)
 		if err != nil {
 			t.Fatalf("%s: not a PNG: %v", path, err)
 		}
