@@ -47,7 +47,7 @@ func writeCompletion(app *cli.App, w io.Writer, shell string) error {
 	case "zsh":
 		script = zshCompletion
 	case "fish":
-		s, err := app.ToFishCompletion()
+		s, err := fishApp(app).ToFishCompletion()
 		if err != nil {
 			return fmt.Errorf("completion: %w", err)
 		}
@@ -57,6 +57,24 @@ func writeCompletion(app *cli.App, w io.Writer, shell string) error {
 	}
 	_, err := io.WriteString(w, strings.ReplaceAll(script, "@PROG@", app.Name))
 	return err
+}
+
+// fishApp is app without cli's help command for ToFishCompletion. cli
+// adds that command, one global value, to the subcommands of every
+// command that runs, itself included once it has run (as in the tests),
+// and the fish generator then recurses without end. udpstp's commands
+// have no subcommands of their own; --help is still completed.
+func fishApp(app *cli.App) *cli.App {
+	fa := &cli.App{Name: app.Name, Usage: app.Usage, Flags: app.Flags}
+	for _, c := range app.Commands {
+		if c.Name == "help" {
+			continue
+		}
+		cc := *c
+		cc.Subcommands = nil
+		fa.Commands = append(fa.Commands, &cc)
+	}
+	return fa
 }
 
 // bashCompletion is urfave/cli v2's autocomplete/bash_autocomplete for
