@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -28,6 +29,15 @@ type sysSocket struct {
 	// go of mu (the rwcancel pattern of wireguard-go, with an eventfd
 	// instead of a pipe).
 	cancelFd int
+
+	// waitMu guards waitFile, a duplicate of fd in the Go runtime's
+	// netpoller: the control phase waits on it (RecvFrom), so a socket
+	// awaiting its Test Activation parks a goroutine, never an OS thread
+	// (a blocking ppoll would hold one each: 262 threads under a Setup
+	// flood). It is made at the first wait and dropped when an executor
+	// takes the socket, whose epoll set then owns its readiness.
+	waitMu   sync.Mutex
+	waitFile *os.File
 
 	peer4 bool         // the connected peer is IPv4 (perhaps IPv4-mapped)
 	mtu   atomic.Int32 // path MTU to the peer (IP_MTU / IPV6_MTU); 0 unknown
@@ -179,6 +189,7 @@ func (s *Socket) close() error {
 	x := &s.sys
 	one := [8]byte{1}
 	_, _ = unix.Write(x.cancelFd, one[:])
+	s.leaveNetpoller() // ends a RecvFrom waiting there, so mu can be taken
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	err := unix.Close(x.fd)
@@ -338,33 +349,96 @@ func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, er
 	if x.fd < 0 {
 		return 0, netip.AddrPort{}, net.ErrClosed
 	}
+	// A datagram already queued is read without the netpoller: a flooded
+	// control socket never waits.
+	n, sa, err := recvfrom(x.fd, b)
+	if err == unix.EAGAIN {
+		n, sa, err = s.waitRecv(b, deadline)
+	}
+	switch {
+	case err == nil:
+		return n, addrPortOf(sa), nil
+	case err == unix.ECONNREFUSED:
+		s.stats.connRefused.Add(1)
+		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
+	case s.closed.Load():
+		return 0, netip.AddrPort{}, net.ErrClosed
+	case errors.As(err, new(unix.Errno)):
+		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+	}
+	return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
+}
+
+// recvfrom is one non-blocking recvfrom, retried on EINTR.
+func recvfrom(fd int, b []byte) (int, unix.Sockaddr, error) {
 	for {
-		n, sa, err := unix.Recvfrom(x.fd, b, 0)
-		switch err {
-		case nil:
-			return n, addrPortOf(sa), nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-		case unix.ECONNREFUSED:
-			s.stats.connRefused.Add(1)
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
-		default:
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+		n, sa, err := unix.Recvfrom(fd, b, 0)
+		if err != unix.EINTR {
+			return n, sa, err
 		}
-		d := time.Duration(-1)
-		if !deadline.IsZero() {
-			if d = time.Until(deadline); d <= 0 {
-				return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
-			}
-		}
-		closed, err := s.pollFd(unix.POLLIN, d)
-		if err != nil {
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
-		}
-		if closed {
-			return 0, netip.AddrPort{}, net.ErrClosed
-		}
+	}
+}
+
+// waitRecv reads one datagram through the runtime's netpoller, waiting
+// until deadline (zero: without limit). The caller holds mu shared.
+func (s *Socket) waitRecv(b []byte, deadline time.Time) (n int, sa unix.Sockaddr, err error) {
+	f, err := s.netpollerFile()
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return 0, nil, err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, err
+	}
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, sa, rerr = recvfrom(int(fd), b)
+		return rerr != unix.EAGAIN
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, sa, rerr
+}
+
+// netpollerFile returns the socket's duplicate in the netpoller, making it
+// at the first wait.
+func (s *Socket) netpollerFile() (*os.File, error) {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	if x.waitFile != nil {
+		return x.waitFile, nil
+	}
+	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	}
+	// The duplicate shares the open file description, O_NONBLOCK
+	// included, so os.NewFile registers it with the netpoller.
+	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
+	return x.waitFile, nil
+}
+
+// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
+// wait on it. An executor calls it when it takes the socket: from then on
+// its own epoll set watches the socket, and the runtime must not wake for
+// every datagram of the Data Phase.
+func (s *Socket) leaveNetpoller() {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if x.waitFile != nil {
+		x.waitFile.Close()
+		x.waitFile = nil
 	}
 }
 

@@ -283,3 +283,7 @@ func (s *Socket) deliver(b *dataphase.RecvBatch, i int, p []byte, t clock.Time) 
 	copy(b.Buf(i), p)
 	b.Dgrams[i] = dataphase.InDatagram{Len: len(p), Time: t}
 }
+
+// leaveNetpoller does nothing here: net.UDPConn waits in the netpoller
+// already, and no executor of another epoll set takes the socket.
+func (s *Socket) leaveNetpoller() {}
