@@ -25,16 +25,24 @@ type Server struct {
 	adm   admission
 	ctl   []Socket
 	keys  atomic.Pointer[ServerKeys] // cfg.Keys, replaced by SetKeys
-	limit *sourceLimiter
-	grace time.Duration
+	limit *sourceLimiter             // --setup-rate, off by default
+	// answers bounds the refusals answered per source: a refusal is no
+	// larger than its request, but a forged flood must not make the
+	// server a reflector at the flood's rate.
+	answers *sourceLimiter
+	replay  *replayCache
+	eps     *episodes
+	grace   time.Duration
 
 	Counters ServerCounters
 
-	mu     sync.Mutex
-	active map[*serverConn]struct{}
-	wg     sync.WaitGroup
-	ended  chan struct{} // -1: closed when the first Test Connection ends
-	once   sync.Once
+	mu      sync.Mutex
+	active  map[*serverConn]struct{}
+	pending pendingSet // the part of active awaiting activation
+	seq     uint64     // Setups accepted, for the pending set's order
+	wg      sync.WaitGroup
+	ended   chan struct{} // -1: closed when the first Test Connection ends
+	once    sync.Once
 	// oneTest is the ErrorStatus of that first Test Connection (-1).
 	oneTest atomic.Int32
 
@@ -58,6 +66,13 @@ type ServerOptions struct {
 	ShutdownGrace time.Duration
 }
 
+// The refusal answer budget per source (an IPv6 source by its /64): far
+// more refusals a second than any client gets, far fewer than a flood.
+const (
+	refusalAnswerRate  = 20
+	refusalAnswerBurst = 4 * MaxConnsPerClient
+)
+
 // DefaultShutdownGrace is how long a stopping server waits for the stop
 // handshakes of its running tests: they take a few Trial Intervals, and
 // the whole shutdown stays within 5 s.
@@ -72,16 +87,19 @@ func NewServer(cfg ServerConfig, n Network, log *slog.Logger) (*Server, error) {
 // by someone else, a per-source limit on Setup Requests.
 func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOptions) (*Server, error) {
 	s := &Server{
-		cfg:    cfg,
-		net:    n,
-		log:    log,
-		table:  dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
-		adm:    admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
-		limit:  newSourceLimiter(o.SetupRate, o.SetupBurst),
-		grace:  o.ShutdownGrace,
-		active: map[*serverConn]struct{}{},
-		ended:  make(chan struct{}),
-		now:    time.Now,
+		cfg:     cfg,
+		net:     n,
+		log:     log,
+		table:   dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
+		adm:     admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
+		limit:   newSourceLimiter(o.SetupRate, o.SetupBurst),
+		answers: newSourceLimiter(refusalAnswerRate, refusalAnswerBurst),
+		replay:  newReplayCache(replayCacheMax),
+		eps:     newEpisodes(log),
+		grace:   o.ShutdownGrace,
+		active:  map[*serverConn]struct{}{},
+		ended:   make(chan struct{}),
+		now:     time.Now,
 	}
 	s.keys.Store(cfg.Keys)
 	if s.grace <= 0 {
@@ -90,6 +108,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 	if s.adm.maxConns <= 0 {
 		s.adm.maxConns = MaxConnsPerServer
 	}
+	s.pending = newPendingSet(pendingPerSlot*s.adm.maxConns, MaxPendingPerSource)
 	if len(o.Sockets) > 0 {
 		s.ctl = append(s.ctl, o.Sockets...)
 		return s, nil
@@ -182,6 +201,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.readControl(ctx, c)
 		}(c)
 	}
+	rw.Add(1)
+	go func() {
+		defer rw.Done()
+		s.flushEpisodes(ctx)
+	}()
 	select {
 	case <-ctx.Done():
 	case <-s.ended:
@@ -191,6 +215,22 @@ func (s *Server) Serve(ctx context.Context) error {
 	rw.Wait()
 	s.shutdown(s.grace)
 	return nil
+}
+
+// flushEpisodes writes the summaries of refusal and drop episodes until
+// ctx ends, and once more then.
+func (s *Server) flushEpisodes(ctx context.Context) {
+	t := time.NewTicker(episodeQuiet / 2)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			s.eps.flush(now)
+		case <-ctx.Done():
+			s.eps.flush(time.Now().Add(episodeQuiet))
+			return
+		}
+	}
 }
 
 func (s *Server) closeControl() {

@@ -212,8 +212,8 @@ var options = []option{
 		usage: "most Test Connections at once, `count`, all clients together (1-254)", def: "254",
 		wrongRole: "ERROR: Maximum connection count only valid when server"},
 	{name: "setup-rate", role: forServer, kind: decimal, lo: 0, hi: maxSetupRate, category: catService,
-		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit)",
-		def:       "20",
+		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
+		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
 }
 
