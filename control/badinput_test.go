@@ -235,7 +235,7 @@ func TestJunkIsCheap(t *testing.T) {
 	}
 	from := netip.MustParseAddrPort("192.0.2.1:5")
 	limited := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1}).Encode(make([]byte, SetupLen))
-	s.handleSetup(s.ctl[0], limited, from) // the source's one token
+	s.handleSetup(s.ctl[0], limited, from, netip.Addr{}) // the source's one token
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -244,7 +244,7 @@ func TestJunkIsCheap(t *testing.T) {
 		{"wrong identifier", make([]byte, SetupLen), 1},
 		{"over the rate", limited, 0},
 	} {
-		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from) }); n > c.max {
+		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
 			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
 		}
 	}

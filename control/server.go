@@ -265,8 +265,20 @@ func (s *Server) shutdown(grace time.Duration) {
 // the close ends the wait.
 func (s *Server) readControl(ctx context.Context, c Socket) {
 	buf := make([]byte, 65536)
-	for {
+	recv := func() (int, netip.AddrPort, netip.Addr, error) {
 		n, from, err := c.RecvFrom(buf, time.Time{})
+		return n, from, netip.Addr{}, err
+	}
+	if p, ok := c.(pktInfoSocket); ok && c.LocalAddr().Addr().IsUnspecified() {
+		if err := p.EnablePktInfo(); err == nil {
+			recv = func() (int, netip.AddrPort, netip.Addr, error) { return p.RecvFromTo(buf, time.Time{}) }
+		} else {
+			s.log.Info("control socket: no destination addresses; a multi-homed server may answer from another address than the one asked",
+				"addr", c.LocalAddr(), "err", err)
+		}
+	}
+	for {
+		n, from, to, err := recv()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -276,8 +288,29 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			continue
 		}
 		s.Counters.Add(CountSetupRequests)
-		s.handleSetup(c, buf[:n], from)
+		s.handleSetup(c, buf[:n], from, to)
 	}
+}
+
+// pktInfoSocket is a control socket bound to a wildcard address that can
+// tell which address a datagram was sent to and answer from that address
+// (engine sockets on Linux: IP_PKTINFO, IPV6_PKTINFO). A multi-homed
+// server then answers a Setup Request from the address it was asked on and
+// binds the Test Connection there, as a client that takes answers only
+// from where it sent requires.
+type pktInfoSocket interface {
+	EnablePktInfo() error
+	RecvFromTo(b []byte, deadline time.Time) (int, netip.AddrPort, netip.Addr, error)
+	SendToFrom(b []byte, to netip.AddrPort, from netip.Addr) error
+}
+
+// sendControl sends a control answer to to from the address from (invalid:
+// the kernel picks it).
+func sendControl(c Socket, b []byte, to netip.AddrPort, from netip.Addr) error {
+	if p, ok := c.(pktInfoSocket); ok && from.IsValid() {
+		return p.SendToFrom(b, to, from)
+	}
+	return c.SendTo(b, to)
 }
 
 // OneTestStatus is the ErrorStatus of the Test Connection that ended a -1

@@ -103,7 +103,7 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			}
 			now.Store(authTimeOr(p.Bytes).Unix())
 			before := len(ctl.sentCopy())
-			s.handleSetup(ctl, req, netip.AddrPortFrom(loop, uint16(p.DstPort)))
+			s.handleSetup(ctl, req, netip.AddrPortFrom(loop, uint16(p.DstPort)), netip.Addr{})
 			sent := ctl.sentCopy()
 			if len(sent) != before+1 {
 				t.Fatalf("pdu %d: our server sent %d responses", i, len(sent)-before)

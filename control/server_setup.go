@@ -15,8 +15,10 @@ import (
 )
 
 // handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
-// answers it.
-func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
+// answers it. to is the address it was sent to when the control socket is
+// bound to a wildcard address and tells it (else invalid): the answer
+// comes from there and the test socket is bound there.
+func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
 	var req SetupPDU
 	err := req.Decode(b)
 	if err == nil && req.CmdResponse == SetupAccepted {
@@ -91,7 +93,11 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 	}
 	var sc *serverConn
 	if code == SetupNone {
-		sc, code = s.admitSetup(ctl, from, req.MaxBandwidth)
+		local := ctl.LocalAddr().Addr()
+		if to.IsValid() {
+			local = to
+		}
+		sc, code = s.admitSetup(local, from, req.MaxBandwidth)
 	}
 
 	// The response is the request edited in place (wire.md 2.1.3).
@@ -124,7 +130,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 			return
 		}
 	}
-	if err := ctl.SendTo(resp, from); err != nil {
+	if err := sendControl(ctl, resp, from, to); err != nil {
 		s.log.Error("cannot send setup response", "to", from, "err", err)
 	}
 	if code != SetupNone {
@@ -154,7 +160,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort) {
 // the pending budget or, with -B, the bandwidth pool needs room. It
 // returns the new Test Connection, already counted as pending, or the
 // refusal's code.
-func (s *Server) admitSetup(ctl Socket, from netip.AddrPort, maxBandwidth uint16) (*serverConn, uint8) {
+func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth uint16) (*serverConn, uint8) {
 	src := from.Addr()
 	s.mu.Lock()
 	full := s.pending.sourceFull(src) // the cheap refusal, before a socket is opened
@@ -162,7 +168,7 @@ func (s *Server) admitSetup(ctl Socket, from netip.AddrPort, maxBandwidth uint16
 	if full {
 		return nil, SetupConnFail
 	}
-	sock, err := s.net.ListenUDP(netip.AddrPortFrom(ctl.LocalAddr().Addr(), 0),
+	sock, err := s.net.ListenUDP(netip.AddrPortFrom(local, 0),
 		SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == dataphase.FamilyV6, SockBuf: s.cfg.SockBuf})
 	if err != nil {
 		s.log.Error("cannot open a test socket", "err", err)

@@ -86,13 +86,13 @@ func TestControlWaitDeadline(t *testing.T) {
 	}
 }
 
-// parkedInRecv counts goroutines parked in the netpoller inside waitRecv.
+// parkedInRecv counts goroutines parked in the netpoller inside waitRead.
 func parkedInRecv() int {
 	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("[IO wait")) && bytes.Contains(g, []byte("waitRecv")) {
+		if bytes.Contains(g, []byte("[IO wait")) && bytes.Contains(g, []byte("waitRead")) {
 			n++
 		}
 	}

@@ -343,67 +343,83 @@ func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) 
 }
 
 func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
+	var (
+		n  int
+		sa unix.Sockaddr
+	)
+	err := s.controlRead(deadline, func(fd int) (err error) {
+		n, sa, err = unix.Recvfrom(fd, b, 0)
+		return err
+	})
+	if err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	return n, addrPortOf(sa), nil
+}
+
+// controlRead runs read, a non-blocking receive on the descriptor, once a
+// datagram is there: at once when one is queued (a flooded control socket
+// never waits), else after a wait in the runtime's netpoller until
+// deadline (zero: without limit). It turns the outcome into RecvFrom's
+// errors.
+func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error {
 	x := &s.sys
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.fd < 0 {
-		return 0, netip.AddrPort{}, net.ErrClosed
+		return net.ErrClosed
 	}
-	// A datagram already queued is read without the netpoller: a flooded
-	// control socket never waits.
-	n, sa, err := recvfrom(x.fd, b)
+	err := retryEINTR(x.fd, read)
 	if err == unix.EAGAIN {
-		n, sa, err = s.waitRecv(b, deadline)
+		err = s.waitRead(deadline, read)
 	}
 	switch {
 	case err == nil:
-		return n, addrPortOf(sa), nil
+		return nil
 	case err == unix.ECONNREFUSED:
 		s.stats.connRefused.Add(1)
-		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
 	case s.closed.Load():
-		return 0, netip.AddrPort{}, net.ErrClosed
+		return net.ErrClosed
 	case errors.As(err, new(unix.Errno)):
-		return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
 	}
-	return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
+	return fmt.Errorf("recv on %v: %w", s.laddr, err)
 }
 
-// recvfrom is one non-blocking recvfrom, retried on EINTR.
-func recvfrom(fd int, b []byte) (int, unix.Sockaddr, error) {
+// retryEINTR runs read on fd again while it is interrupted.
+func retryEINTR(fd int, read func(fd int) error) error {
 	for {
-		n, sa, err := unix.Recvfrom(fd, b, 0)
-		if err != unix.EINTR {
-			return n, sa, err
+		if err := read(fd); err != unix.EINTR {
+			return err
 		}
 	}
 }
 
-// waitRecv reads one datagram through the runtime's netpoller, waiting
-// until deadline (zero: without limit). The caller holds mu shared.
-func (s *Socket) waitRecv(b []byte, deadline time.Time) (n int, sa unix.Sockaddr, err error) {
+// waitRead runs read through the runtime's netpoller, waiting until
+// deadline. The caller holds mu shared.
+func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
 	f, err := s.netpollerFile()
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	if err := f.SetReadDeadline(deadline); err != nil {
-		return 0, nil, err
+		return err
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		n, sa, rerr = recvfrom(int(fd), b)
+	if err := rc.Read(func(fd uintptr) bool {
+		rerr = retryEINTR(int(fd), read)
 		return rerr != unix.EAGAIN
-	})
-	if err != nil {
-		return 0, nil, err
+	}); err != nil {
+		return err
 	}
-	return n, sa, rerr
+	return rerr
 }
 
 // netpollerFile returns the socket's duplicate in the netpoller, making it
