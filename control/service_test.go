@@ -236,39 +236,26 @@ func TestSnapshotEach(t *testing.T) {
 	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}})
 	s.Counters.runningUp.Add(1)
 	n := s.Snapshot()
-	seen := map[string]bool{}
 	values := map[string]uint64{}
+	var infos []dataphase.CounterInfo // each name once
 	count := 0
 	n.Each(func(m Metric) {
 		count++
 		key := m.Name + "{" + m.Label + "=" + m.LabelValue + "}"
-		if seen[key] {
+		if _, dup := values[key]; dup {
 			t.Errorf("%s listed twice", key)
 		}
-		seen[key] = true
 		values[key] = m.Value
-		for _, r := range m.Name {
-			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-				t.Errorf("name %q is not snake_case", m.Name)
-				break
-			}
-		}
-		if m.Help == "" || m.Help[len(m.Help)-1] == '.' {
-			t.Errorf("%s: help %q (want a sentence without a final period)", m.Name, m.Help)
+		if len(infos) == 0 || infos[len(infos)-1].Name != m.Name {
+			infos = append(infos, m.CounterInfo)
 		}
 	})
+	if err := dataphase.CheckCounterInfo(infos); err != nil {
+		t.Error(err)
+	}
 	labelled := int(numSetupCodes-SetupBadVersion) + int(dataphase.NumEndReasons-dataphase.EndStopped)
 	if want := 5 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
 		t.Errorf("%d values listed, want %d", count, want)
-	}
-	names := map[string]bool{}
-	for k := range seen {
-		names[k[:strings.IndexByte(k, '{')]] = true
-	}
-	for c := range NumServerCounters {
-		if !names[c.String()] {
-			t.Errorf("counter %d has no name", c)
-		}
 	}
 	for _, c := range []struct {
 		key  string

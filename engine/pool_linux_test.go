@@ -546,7 +546,7 @@ func TestPoolSendBufferFull(t *testing.T) {
 	log.checkEnd(t, dataphase.EndStopped)
 	st := c.Stats()
 	t.Logf("sent %d; stats %+v", core.sentOK, st)
-	if st.Socket.BackpressureEvents != 3 || core.sentOK < 20 {
+	if st.Socket.Counts[CountBackpressure] != 3 || core.sentOK < 20 {
 		t.Fatalf("sent %d, stats %+v", core.sentOK, st)
 	}
 }

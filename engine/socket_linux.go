@@ -377,7 +377,7 @@ func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error 
 	case err == nil:
 		return nil
 	case err == unix.ECONNREFUSED:
-		s.stats.connRefused.Add(1)
+		s.stats[CountConnRefused].Add(1)
 		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
@@ -521,9 +521,9 @@ func (s *Socket) clearError() {
 	if err != nil || v == 0 {
 		return
 	}
-	s.stats.socketErrors.Add(1)
+	s.stats[CountSocketErrors].Add(1)
 	if unix.Errno(v) == unix.ECONNREFUSED {
-		s.stats.connRefused.Add(1)
+		s.stats[CountConnRefused].Add(1)
 	}
 }
 
