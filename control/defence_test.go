@@ -16,22 +16,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/memnet"
 )
 
-// endpoint binds a fake socket at addr on the wire, to send from and see
-// what comes back.
-func endpoint(w *fakeWire, addr string) *fakeSocket {
-	a := netip.MustParseAddrPort(addr)
-	s := newFakeSocket(a)
-	s.wire = w
-	w.mu.Lock()
-	w.bound[a] = s
-	w.mu.Unlock()
+// endpoint binds an in-memory socket at addr on the wire, to send from and
+// see what comes back.
+func endpoint(w *memnet.Wire, addr string) *memnet.Socket {
+	s, err := (&memnet.Net{Wire: w}).Listen(netip.MustParseAddrPort(addr), dataphase.FamilyAny)
+	if err != nil {
+		panic(err)
+	}
 	return s
 }
 
 // recv waits up to d for a datagram on s.
-func recv(s *fakeSocket, d time.Duration) ([]byte, netip.AddrPort, bool) {
+func recv(s *memnet.Socket, d time.Duration) ([]byte, netip.AddrPort, bool) {
 	b := make([]byte, 2048)
 	n, from, err := s.RecvFrom(b, time.Now().Add(d))
 	if err != nil {
@@ -42,7 +43,7 @@ func recv(s *fakeSocket, d time.Duration) ([]byte, netip.AddrPort, bool) {
 
 // setupFrom sends a valid Setup Request from ep and returns the Setup
 // Response's test port (0 if refused or unanswered).
-func setupFrom(t *testing.T, ep *fakeSocket, ctl netip.AddrPort) uint16 {
+func setupFrom(t *testing.T, ep *memnet.Socket, ctl netip.AddrPort) uint16 {
 	t.Helper()
 	req := (&SetupPDU{ProtocolVer: ProtocolVersion, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	ep.SendTo(req, ctl)
@@ -250,9 +251,9 @@ func TestReplayedSetupDropped(t *testing.T) {
 func TestRefusalsLoggedByEpisode(t *testing.T) {
 	var logBuf syncBuffer
 	cfg := DefaultServerConfig()
-	w := newFakeWire()
+	w := memnet.NewWire()
 	cfg.BindAddrs = []string{"127.0.0.1"}
-	s, err := NewServerWith(cfg, &fakeNet{wire: w}, slog.New(slog.NewTextHandler(&logBuf, nil)), ServerOptions{})
+	s, err := NewServerWith(cfg, fakeNet{&memnet.Net{Wire: w}}, slog.New(slog.NewTextHandler(&logBuf, nil)), ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
