@@ -172,9 +172,15 @@ func (c *Collector) CheckMinConnections() bool {
 		return false
 	}
 	c.failed = true
-	c.say(-1, fmt.Sprintf("ERROR: Minimum required connections (%d) unavailable", c.opt.MinConnections))
+	c.say(-1, MinConnectionsMessage(c.opt.MinConnections))
 	c.minConns()
 	return true
+}
+
+// MinConnectionsMessage is OB-UDPST's line for a run left with fewer than
+// min Test Connections.
+func MinConnectionsMessage(min int) string {
+	return fmt.Sprintf("ERROR: Minimum required connections (%d) unavailable", min)
 }
 
 // ErrorStatus returns OB-UDPST's ErrorStatus, also the exit status.

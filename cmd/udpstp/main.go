@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/udpstp/udpstp/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,7 +24,7 @@ const (
 	// exitInit is OB-UDPST's initialization error base (STATUS_INIT_ERRBASE):
 	// a file or socket that cannot be opened at start, a result that
 	// cannot be written.
-	exitInit = 75
+	exitInit = report.StatusInit
 )
 
 func newApp() *cli.App {
