@@ -35,6 +35,10 @@ type Options struct {
 	Stderr io.Writer
 	// Version is the version the text report's banner names.
 	Version string
+	// Optimizations is the socket path in OB-UDPST's words for the
+	// banner's Mode line ("SendMMsg()+GSO RecvMMsg()+Trunc"), "" for
+	// none.
+	Optimizations string
 	// Observe, if set, is called with each Event of the run, in order, on
 	// the run's own goroutine (never on an Engine Thread), so it needs no
 	// locking; it must return promptly, as the run waits for it.

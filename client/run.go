@@ -64,6 +64,8 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
 		Connections: r.connMax, MinConnections: r.connMin,
+		Mode: &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
+			IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations},
 	})
 	for _, s := range cfg.Servers {
 		r.hosts = append(r.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
