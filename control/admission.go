@@ -8,11 +8,11 @@ import (
 
 // admission keeps the server's budget: Test Connection slots and, with -B,
 // one bandwidth pool per direction (wire.md 2.1.2, measurement.md 8.1).
-// A slot is taken at activation, not at Setup: Test Connections awaiting
-// their activation have a budget of their own (pending.go), so a flood of
-// Setup Requests cannot hold the slots of running tests. Bandwidth is
-// reserved at Setup, as OB-UDPST does, and pending reservations can be
-// evicted to make room (Server.admitSetup).
+// Both are reserved at Setup, as OB-UDPST does, so a client asking for
+// more connections than there are slots gets code 13 at once; what Test
+// Connections awaiting their activation hold can be evicted by a newer
+// Setup (pending.go, Server.admitSetup), so a flood of Setup Requests
+// cannot hold the slots of running tests or keep a new client out.
 type admission struct {
 	mu       sync.Mutex
 	maxConns int
@@ -28,7 +28,7 @@ type admission struct {
 type grant struct {
 	dir    int // the pool: dirIndex of the request's maxBandwidth
 	mbw    int
-	active bool // it holds a slot (activate)
+	active bool // its Test Connection was activated
 }
 
 // checkBandwidth returns the Setup code the bandwidth rules give a request
@@ -50,14 +50,15 @@ func (a *admission) checkBandwidth(maxBandwidth uint16) uint8 {
 	return 0
 }
 
-// reserve takes the bandwidth for a Setup, or returns the code that
-// refuses it: SetupConnFail when every slot runs a test, SetupCapExceeded
-// when the pool, pending reservations included, cannot hold it.
+// reserve takes a slot and the bandwidth for a Setup, or returns the code
+// that refuses them: SetupConnFail when every slot is reserved,
+// SetupCapExceeded when the pool cannot hold the bandwidth (pending
+// reservations included, which the caller may evict to make room).
 func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g := grant{dir: dirIndex(maxBandwidth)}
-	if a.active >= a.maxConns {
+	if a.conns >= a.maxConns {
 		return grant{}, SetupConnFail
 	}
 	if a.maxBW > 0 {
@@ -72,19 +73,14 @@ func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 	return g, 0
 }
 
-// activate takes a slot for a reservation whose Test Activation came; it
-// reports false when every slot is taken (Setups that raced for the last
-// ones).
-func (a *admission) activate(g *grant) bool {
+// activate marks a reservation whose Test Activation came: it can no
+// longer be evicted, and its bandwidth counts as running.
+func (a *admission) activate(g *grant) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.active >= a.maxConns {
-		return false
-	}
 	a.active++
 	a.activeBW[g.dir] += g.mbw
 	g.active = true
-	return true
 }
 
 // release returns a reservation. (OB-UDPST releases from the pool of the
@@ -101,7 +97,7 @@ func (a *admission) release(g grant) {
 	}
 }
 
-// snapshot returns the Test Connections allocated (awaiting activation or
+// snapshot returns the Test Connections reserved (awaiting activation or
 // running) and the bandwidth reserved per direction.
 func (a *admission) snapshot() (conns, down, up int) {
 	a.mu.Lock()

@@ -32,7 +32,6 @@ const (
 	epPendingEvicted                       // a Test Connection awaiting activation made room for a newer one
 	epActivationForeign                    // a Test Activation from an address the Setup did not come from
 	epActivationAuth                       // a Test Activation that failed authentication
-	epActivationFull                       // a Test Activation with every Test Connection slot in use
 	epActivationTimeout                    // a Test Connection released: no activation within the setup timeout
 	numEpisodeKinds
 )
@@ -46,7 +45,6 @@ var episodeText = [numEpisodeKinds]string{
 	epPendingEvicted:    "test connections awaiting activation evicted for newer setups",
 	epActivationForeign: "test activations dropped: not from the setup's address",
 	epActivationAuth:    "test activations dropped: authentication failed",
-	epActivationFull:    "test activations dropped: every test connection slot in use",
 	epActivationTimeout: "test connections released: no activation within the setup timeout",
 }
 

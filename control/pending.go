@@ -2,20 +2,19 @@ package control
 
 import "net/netip"
 
-// Test Connections awaiting their Test Activation ("pending") have a budget
-// of their own, apart from the running ones: a Setup Request costs the
-// server a socket for up to SetupTimeout before anyone has shown that it
-// receives at the address it came from, so a flood of them (from forged
-// or from many real sources) must not keep a client at another address
-// out. When the budget is full, a new Setup makes room by evicting the
-// oldest pending Test Connection of the source holding the most: a source
-// gets in as long as it holds fewer than the heaviest, and a flood only
-// ever evicts itself first. A real client activates within a round trip,
-// long before a flood could make it the heaviest source's oldest.
+// Test Connections awaiting their Test Activation ("pending") hold a slot
+// and a socket for up to SetupTimeout before anyone has shown that it
+// receives at the address their Setup came from, so a flood of Setups
+// (from forged or from many real sources) must not keep a client at
+// another address out. When every slot is reserved (or, with -B, the
+// bandwidth pool is), a new Setup makes room by evicting the oldest pending
+// Test Connection of the source holding the most: a source gets in as long
+// as it holds fewer than the heaviest, and a flood only ever evicts itself
+// first. A real client activates within a round trip, long before a flood
+// could make it the heaviest source's oldest. Running Test Connections are
+// never evicted: a client asking for more slots than are free gets code 13
+// at once, as from OB-UDPST.
 const (
-	// pendingPerSlot sizes the pending budget: this many times the
-	// Test Connection slots (--max-connections).
-	pendingPerSlot = 4
 	// MaxPendingPerSource bounds the pending Test Connections of one
 	// source (an IPv4 address, an IPv6 /64): far above one user's 24
 	// connections, and above ten clients of 8 connections behind one
@@ -26,13 +25,13 @@ const (
 // pendingSet is the pending Test Connections by source, oldest first. It
 // is guarded by Server.mu.
 type pendingSet struct {
-	max, perSource int
-	n              int
-	bySource       map[netip.Addr][]*serverConn
+	perSource int
+	n         int
+	bySource  map[netip.Addr][]*serverConn
 }
 
-func newPendingSet(max, perSource int) pendingSet {
-	return pendingSet{max: max, perSource: perSource, bySource: map[netip.Addr][]*serverConn{}}
+func newPendingSet(perSource int) pendingSet {
+	return pendingSet{perSource: perSource, bySource: map[netip.Addr][]*serverConn{}}
 }
 
 // sourceFull reports whether src has all the pending Test Connections one
@@ -40,9 +39,6 @@ func newPendingSet(max, perSource int) pendingSet {
 func (p *pendingSet) sourceFull(src netip.Addr) bool {
 	return len(p.bySource[sourceKey(src)]) >= p.perSource
 }
-
-// full reports whether the pending budget is used up.
-func (p *pendingSet) full() bool { return p.n >= p.max }
 
 // victim is the Test Connection to evict to make room for a Setup from
 // src: the oldest of the source holding the most, if that source holds

@@ -108,7 +108,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 	if s.adm.maxConns <= 0 {
 		s.adm.maxConns = MaxConnsPerServer
 	}
-	s.pending = newPendingSet(pendingPerSlot*s.adm.maxConns, MaxPendingPerSource)
+	s.pending = newPendingSet(MaxPendingPerSource)
 	if len(o.Sockets) > 0 {
 		s.ctl = append(s.ctl, o.Sockets...)
 		return s, nil

@@ -210,25 +210,16 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 				continue
 			}
 		}
-		// The slot: taken now, unless a newer Setup evicted this one or
-		// Setups that raced took the last slots (the client then times
-		// out; answering "bad parameters" would mislead it).
+		// Activated: no longer evictable, unless a newer Setup evicted it
+		// already.
 		s.mu.Lock()
 		gone := sc.evicted || sc.closed
-		took := !gone && s.adm.activate(&sc.grant)
-		if took {
+		if !gone {
 			s.pending.remove(sc)
+			s.adm.activate(&sc.grant)
 		}
 		s.mu.Unlock()
 		if gone {
-			return nil, netip.AddrPort{}, false
-		}
-		if !took {
-			s.Counters.Add(CountActivationFull)
-			if s.eps.note(epActivationFull, from.Addr(), time.Now()) {
-				s.log.Warn("test activation dropped: every test connection slot in use", "from", from,
-					"max_connections", s.adm.maxConns)
-			}
 			return nil, netip.AddrPort{}, false
 		}
 		if err := sc.sock.Connect(from); err != nil {

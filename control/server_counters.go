@@ -43,7 +43,6 @@ const (
 	CountRefusalUnanswered // refusals not answered: the source is over its answer budget
 	CountPendingEvicted    // Test Connections awaiting activation evicted for newer Setups
 	CountActivationForeign // Test Activations dropped: not from the Setup's address
-	CountActivationFull    // Test Activations dropped: every slot taken by then
 
 	NumServerCounters // the number of ServerCounters, not one
 )
@@ -66,7 +65,6 @@ var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
 	CountRefusalUnanswered:  {Name: "setup_refusals_unanswered", Help: "Setup refusals not answered: their source was over its answer budget"},
 	CountPendingEvicted:     {Name: "pending_evicted", Help: "Test Connections awaiting activation evicted to make room for a newer Setup"},
 	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
-	CountActivationFull:     {Name: "activation_no_slot", Help: "Test Activation Requests dropped: every Test Connection slot was in use by then"},
 }
 
 // Info returns the counter's name and help text.

@@ -157,9 +157,8 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 
 // admitSetup reserves what a Setup Request from from needs and opens its
 // test socket, evicting pending Test Connections of heavier sources when
-// the pending budget or, with -B, the bandwidth pool needs room. It
-// returns the new Test Connection, already counted as pending, or the
-// refusal's code.
+// every slot or, with -B, the bandwidth pool is reserved. It returns the
+// new Test Connection, already counted as pending, or the refusal's code.
 func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth uint16) (*serverConn, uint8) {
 	src := from.Addr()
 	s.mu.Lock()
@@ -186,18 +185,11 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 		sock.Close()
 		return nil, SetupConnFail
 	}
-	for s.pending.full() {
-		v := s.pending.victim(src)
-		if v == nil {
-			sock.Close()
-			return nil, SetupConnFail
-		}
-		evicted = append(evicted, s.evictLocked(v))
-	}
 	g, code := s.adm.reserve(maxBandwidth)
-	for code == SetupCapExceeded {
-		// Pending reservations hold bandwidth that running tests do not
-		// (checkBandwidth judged those): evict as for the pending budget.
+	for code == SetupConnFail || code == SetupCapExceeded {
+		// Every slot, or the bandwidth, is reserved: evict a pending
+		// Test Connection of a heavier source, if there is one (running
+		// ones count as none's: checkBandwidth judged those).
 		v := s.pending.victim(src)
 		if v == nil {
 			break
@@ -229,7 +221,7 @@ func (s *Server) evictLocked(v *serverConn) *serverConn {
 	s.Counters.Add(CountPendingEvicted)
 	if s.eps.note(epPendingEvicted, v.peer.Addr(), time.Now()) {
 		s.log.Warn("test connection awaiting activation evicted for a newer setup", "setup_from", v.peer,
-			"pending", s.pending.n, "pending_max", s.pending.max)
+			"pending", s.pending.n, "max_connections", s.adm.maxConns)
 	}
 	return v
 }
