@@ -81,7 +81,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // every slot (ErrorStatus 113).
 func TestSetupFloodDoesNotLockOut(t *testing.T) {
 	cfg := DefaultServerConfig()
-	cfg.MaxConnections = 8
+	cfg.MaxConnections = 64 // more than the sources, as 254 slots are for 20
 	s, cn, w := inMemory(t, cfg, ServerOptions{})
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	req := (&SetupPDU{ProtocolVer: ProtocolVersion, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
@@ -113,6 +113,42 @@ func TestSetupFloodDoesNotLockOut(t *testing.T) {
 	}
 	if conns, _, _ := s.adm.snapshot(); conns > cfg.MaxConnections {
 		t.Errorf("%d Test Connections reserved, %d slots", conns, cfg.MaxConnections)
+	}
+}
+
+// TestPendingVictim: the oldest Test Connection of the heaviest source
+// goes; among sources holding as many as the newcomer's would, only one
+// that has waited longer than protectAge (a flood from many sources, one
+// Setup each, cannot evict a real client that is about to activate).
+func TestPendingVictim(t *testing.T) {
+	now := time.Now()
+	p := newPendingSet(MaxPendingPerSource)
+	var seq uint64
+	add := func(src string, age time.Duration) *serverConn {
+		seq++
+		sc := &serverConn{peer: netip.AddrPortFrom(netip.MustParseAddr(src), 1), seq: seq, at: now.Add(-age)}
+		p.add(sc)
+		return sc
+	}
+	a1 := add("192.0.2.1", time.Second)
+	add("192.0.2.1", time.Second)
+	b := add("192.0.2.2", time.Second)
+	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != a1 {
+		t.Errorf("victim %v, want the oldest of the heaviest source", v)
+	}
+	if v := p.victim(netip.MustParseAddr("192.0.2.1"), now); v != nil {
+		t.Errorf("the heaviest source itself evicted %v", v)
+	}
+	p.remove(a1)
+	// 192.0.2.1 and .2 hold one each now: a tie for a new source.
+	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v == nil || v.peer.Addr() != netip.MustParseAddr("192.0.2.1") && v != b {
+		t.Errorf("in a tie, victim %v, want the oldest one that waited past protectAge", v)
+	}
+	q := newPendingSet(MaxPendingPerSource)
+	p = q
+	add("192.0.2.3", protectAge/10)
+	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != nil {
+		t.Errorf("in a tie, a Test Connection younger than protectAge was evicted")
 	}
 }
 
@@ -298,4 +334,30 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestClientTakesSetupResponseOnlyFromTheServerAsked: a response from any
+// other address (here one naming a test port of its own, accepted) is not
+// taken; the client times out saying where the stray response came from.
+// OB-UDPST's client takes it and tests against its source.
+func TestClientTakesSetupResponseOnlyFromTheServerAsked(t *testing.T) {
+	w := memnet.NewWire()
+	asked := endpoint(w, "127.0.0.1:24601") // a server that never answers
+	rogue := endpoint(w, "127.0.0.7:24601")
+	w.SetTap(func(b []byte, from, to netip.AddrPort) bool {
+		if to == asked.LocalAddr() && len(b) == SetupLen {
+			resp := append([]byte(nil), b...)
+			resp[8], resp[9] = SetupCmdResponse, SetupAccepted
+			binary.BigEndian.PutUint16(resp[12:], 40404)
+			go rogue.SendTo(resp, from)
+		}
+		return true
+	})
+	ccfg := testClientConfig()
+	_, err := Activate(context.Background(), fakeNet{&memnet.Net{Wire: w, NextPort: 50000}}, &ccfg,
+		ServerAddr{Host: "127.0.0.1", Port: 24601}, 0, 5, func(string) {})
+	se, ok := err.(*SetupError)
+	if !ok || se.Status != 1 || !strings.Contains(se.Msg, "127.0.0.7:24601") {
+		t.Fatalf("a Setup Response from another address: %v", err)
+	}
 }

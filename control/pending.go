@@ -1,6 +1,9 @@
 package control
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // Test Connections awaiting their Test Activation ("pending") hold a slot
 // and a socket for up to SetupTimeout before anyone has shown that it
@@ -40,10 +43,18 @@ func (p *pendingSet) sourceFull(src netip.Addr) bool {
 	return len(p.bySource[sourceKey(src)]) >= p.perSource
 }
 
-// victim is the Test Connection to evict to make room for a Setup from
-// src: the oldest of the source holding the most, if that source holds
-// more than src would with one more; nil otherwise.
-func (p *pendingSet) victim(src netip.Addr) *serverConn {
+// protectAge shields a Test Connection awaiting activation from eviction
+// by a Setup from a source holding as many as its own: a real client
+// activates within a round trip, so one that has waited longer is more
+// likely a flood's. (A source holding more is evicted from regardless.)
+const protectAge = 500 * time.Millisecond
+
+// victim is the Test Connection to evict to make room for a Setup from src
+// at now: the oldest of the source holding the most, if that source holds
+// more than src would with one more; if the heaviest hold only as many
+// (a flood from many sources, one Setup each), the oldest of those that
+// has waited longer than protectAge; nil otherwise.
+func (p *pendingSet) victim(src netip.Addr, now time.Time) *serverConn {
 	var heavy []*serverConn
 	for _, l := range p.bySource {
 		// Ties go to the source whose oldest is older.
@@ -51,10 +62,14 @@ func (p *pendingSet) victim(src netip.Addr) *serverConn {
 			heavy = l
 		}
 	}
-	if len(heavy) == 0 || len(heavy) < len(p.bySource[sourceKey(src)])+1 {
+	own := len(p.bySource[sourceKey(src)])
+	switch {
+	case len(heavy) == 0 || len(heavy) < own+1:
 		return nil
+	case len(heavy) > own+1 || now.Sub(heavy[0].at) >= protectAge:
+		return heavy[0]
 	}
-	return heavy[0]
+	return nil
 }
 
 // add puts sc, set up from sc.peer, in the set.

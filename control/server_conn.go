@@ -25,6 +25,7 @@ type serverConn struct {
 	grant grant
 	peer  netip.AddrPort // where the Setup Request came from
 	seq   uint64         // the order of Setups, for the pending set
+	at    time.Time      // when its Setup was accepted
 	dp    DataPhase
 	log   connLog
 

@@ -173,6 +173,7 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 		s.log.Error("cannot open a test socket", "err", err)
 		return nil, SetupConnFail
 	}
+	now := time.Now()
 	var evicted []*serverConn
 	defer func() {
 		for _, v := range evicted {
@@ -190,7 +191,7 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 		// Every slot, or the bandwidth, is reserved: evict a pending
 		// Test Connection of a heavier source, if there is one (running
 		// ones count as none's: checkBandwidth judged those).
-		v := s.pending.victim(src)
+		v := s.pending.victim(src, now)
 		if v == nil {
 			break
 		}
@@ -202,7 +203,7 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 		return nil, code
 	}
 	s.seq++
-	sc := &serverConn{sock: sock, grant: g, peer: from, seq: s.seq,
+	sc := &serverConn{sock: sock, grant: g, peer: from, seq: s.seq, at: now,
 		log: connLog{log: s.log.With("peer", from, "test_port", sock.LocalAddr().Port())}}
 	s.active[sc] = struct{}{}
 	s.pending.add(sc)
