@@ -99,10 +99,7 @@ func startServer(t *testing.T, w *memnet.Wire, addr string, port uint16, edit fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(memnet.Start(s.Serve))
 	return s
 }
 
