@@ -11,8 +11,11 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 
 all: build
 
+# build: a static binary (no cgo, so no libc: it runs on any Linux of its
+# architecture, in a scratch container too), without the build machine's
+# paths in it (-trimpath); static-check checks both.
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild systemd-check
@@ -92,3 +95,20 @@ demo: build
 
 clean:
 	rm -rf bin demo-results
+
+# ---- Packaging, release and deployment checks (issue 16) -------------------
+
+.PHONY: static-check
+
+# static-check: `make build` gave a statically linked binary (file(1) says
+# so: no ELF interpreter, no shared libraries), built without cgo and with
+# -trimpath (as its build info records), that reports the version it was
+# given.
+static-check: build
+	@set -e; info=$$(file -b $(BIN)); echo "file $(BIN): $$info"; \
+	case "$$info" in *"statically linked"*) ;; *) echo "static-check: $(BIN) is not statically linked"; exit 1;; esac; \
+	bi=$$($(GO) version -m $(BIN)); \
+	echo "$$bi" | grep -q 'CGO_ENABLED=0' || { echo "static-check: $(BIN) was built with cgo"; exit 1; }; \
+	echo "$$bi" | grep -q -- '-trimpath=true' || { echo "static-check: $(BIN) was built without -trimpath"; exit 1; }; \
+	$(BIN) version | grep -qF -- '$(VERSION)' || { echo "static-check: $(BIN) version does not say $(VERSION)"; exit 1; }; \
+	echo "static-check: static, CGO_ENABLED=0, -trimpath, version $(VERSION): OK"
