@@ -102,9 +102,10 @@ clean:
 # Everything below writes under build/ and is checked by `make release-check`,
 # which .ci/run runs after `make test`. The scripts are in contrib/release
 # (archives, man page and completions, versions) and contrib/debian (the
-# package).
+# package); contrib/validate checks contrib/docker, contrib/kubernetes and
+# contrib/prometheus (see docs/deploy.md).
 
-.PHONY: static-check release-docs dist deb deb-check deb-install-check test-arm64 release-lint release-check release-clean
+.PHONY: static-check release-docs dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check release-clean
 
 RELEASE_DIR    := build
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
@@ -209,6 +210,16 @@ test-arm64:
 		(cd $$pkg && $(QEMU_AARCH64) $$t -test.short -test.count=1) || { echo "test-arm64: FAIL $$pkg"; exit 1; }; \
 	done; echo "test-arm64: OK ($(ARM64_TEST_PKGS))"
 
+# deploy-check: the Dockerfile, Kubernetes manifest and Prometheus scrape
+# config under contrib/ are what docs/deploy.md says (contrib/validate, a
+# module of its own so that its Kubernetes and BuildKit dependencies stay out
+# of udpstp's), and promtool accepts the scrape config.
+deploy-check:
+	cd contrib/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "deploy-check: promtool not found: apt-get install prometheus (.ci/run does)"; exit 1; }
+	promtool check config contrib/prometheus/scrape.yml
+
 # release-lint: shellcheck on the packaging scripts and the maintainer
 # scripts (POSIX sh: dash runs them).
 RELEASE_SCRIPTS := contrib/release/debversion contrib/release/docs contrib/release/mkdist \
@@ -221,7 +232,7 @@ release-lint:
 
 # release-check: every packaging and deployment check, for CI (which also
 # runs deb-install-check).
-release-check: release-lint static-check dist deb-check test-arm64
+release-check: release-lint static-check dist deb-check test-arm64 deploy-check
 
 release-clean:
 	rm -rf $(RELEASE_DIR)
