@@ -2,7 +2,8 @@
 // Dockerfile, the Kubernetes manifest, the Prometheus scrape config)
 // against the tools' own parsers and against each other and the
 // repository: the port the units listen on, the path `make build` writes,
-// the Go version of go.mod. It has no code, only tests (`make
+// the Go version of go.mod; and contrib/release/debversion, whose Debian
+// versions dpkg must sort as the releases are ordered. It has no code, only tests (`make
 // deploy-check`), and is a module of its own so that its Kubernetes and
 // BuildKit dependencies stay out of udpstp's go.mod.
 //
