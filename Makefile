@@ -6,8 +6,10 @@ PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo clean
+.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo man completion clean
 
 all: build
 
@@ -15,7 +17,7 @@ all: build
 # architecture, in a scratch container too), without the build machine's
 # paths in it (-trimpath); static-check checks both.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild systemd-check
@@ -32,7 +34,7 @@ unit:
 # fuzz: every fuzz target runs briefly beyond its committed seed corpus.
 # -fuzz must match exactly one target in one package, hence the loop.
 fuzz:
-	@set -e; for pkg in ./dataphase ./control; do \
+	@set -e; for pkg in ./dataphase ./control ./report/plot; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
 			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null; \
@@ -95,17 +97,35 @@ demo: build
 	echo "server log:   $(CURDIR)/demo-results/server.log"; \
 	exit $$status
 
+# man: udpstp(1), generated from the command definitions (udpstp man), in
+# build/man. Generated, not committed: it cannot go stale that way; the
+# release archive and the packages take it from here.
+man: build
+	@mkdir -p build/man
+	$(BIN) man >build/man/udpstp.1
+	@echo "man page: $(CURDIR)/build/man/udpstp.1 (man -l build/man/udpstp.1)"
+
+# completion: the bash, zsh and fish completion scripts in build/completion,
+# under the names each shell's completion directory expects.
+completion: build
+	@mkdir -p build/completion
+	$(BIN) completion bash >build/completion/udpstp
+	$(BIN) completion zsh >build/completion/_udpstp
+	$(BIN) completion fish >build/completion/udpstp.fish
+	@echo "completion scripts: $(CURDIR)/build/completion/{udpstp,_udpstp,udpstp.fish}"
+
 clean:
-	rm -rf bin demo-results
+	rm -rf bin build demo-results
 
 # ---- Packaging, release and deployment checks (issue 16) -------------------
 # Everything below writes under build/ and is checked by `make release-check`,
 # which .ci/run runs after `make test`. The scripts are in contrib/release
-# (archives, man page and completions, versions) and contrib/debian (the
-# package); contrib/validate checks contrib/docker, contrib/kubernetes and
-# contrib/prometheus (see docs/deploy.md).
+# (archives, versions) and contrib/debian (the package); both ship the man
+# page and completions that `make man` and `make completion` write to
+# build/man and build/completion. contrib/validate checks contrib/docker,
+# contrib/kubernetes and contrib/prometheus (see docs/deploy.md).
 
-.PHONY: static-check release-docs dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check release-clean
+.PHONY: static-check dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check
 
 RELEASE_DIR    := build
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
@@ -116,7 +136,7 @@ DEB_VERSION     = $(shell contrib/release/debversion $(VERSION))
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # Release binaries are stripped (-s -w: no symbol table or DWARF; panics
 # still print full stack traces from Go's own tables).
-RELEASE_LDFLAGS = -s -w -X main.version=$(VERSION)
+RELEASE_LDFLAGS = -s -w $(LDFLAGS)
 
 # $(call release-build,OS/ARCH ...): the static release binaries, as
 # $(RELEASE_DIR)/bin/OS_ARCH/udpstp (udpstp.exe on windows).
@@ -140,18 +160,10 @@ static-check: build
 	$(BIN) version | grep -qF -- '$(VERSION)' || { echo "static-check: $(BIN) version does not say $(VERSION)"; exit 1; }; \
 	echo "static-check: static, CGO_ENABLED=0, -trimpath, version $(VERSION): OK"
 
-# release-docs: the man page and completions that dist and deb ship, in
-# $(RELEASE_DIR)/man/udpstp.1 and $(RELEASE_DIR)/completion/udpstp.{bash,zsh,fish},
-# from `make man` and `make completion` / `udpstp completion` (see
-# contrib/release/docs: where a generator is missing it writes a marked
-# placeholder and warns).
-release-docs: build
-	@SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) contrib/release/docs $(BIN) $(RELEASE_DIR)
-
 # dist: release archives for $(DIST_PLATFORMS) in $(RELEASE_DIR)/dist, named
 # udpstp_VERSION_OS_ARCH.tar.gz (zip for windows), and their SHA256SUMS
 # (check with `sha256sum -c SHA256SUMS` in that directory).
-dist: release-docs
+dist: man completion
 	@$(call release-build,$(DIST_PLATFORMS))
 	@set -e; rm -rf $(RELEASE_DIR)/dist; for p in $(DIST_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
@@ -162,7 +174,7 @@ dist: release-docs
 
 # deb: Debian packages for $(DEB_ARCHES) in $(RELEASE_DIR)/deb (see
 # contrib/debian/mkdeb).
-deb: release-docs
+deb: man completion
 	@$(call release-build,$(addprefix linux/,$(DEB_ARCHES)))
 	@set -e; rm -rf $(RELEASE_DIR)/deb; for a in $(DEB_ARCHES); do \
 		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) GO="$(GO)" contrib/debian/mkdeb $$a \
@@ -190,14 +202,17 @@ deb-install-check: deb
 # linux/arm64 and run under qemu-user (qemu-aarch64; apt-get install
 # qemu-user). Only packages whose tests need neither root nor network
 # namespaces nor real-time pacing, which emulation slows ten times or more:
-# the pure ones (clock, control, dataphase, report, and engine/sim, whose
-# time is virtual). The loopback-socket tests of control run too: qemu-user
-# passes the system calls through. engine stays out: qemu-user 7.2 (Debian
-# 12) refuses its sockets' SO_TIMESTAMPNS (setsockopt: protocol not
-# available), so none of its sockets opens under emulation. -short, as
-# everywhere under emulation. About 50 s on 2 busy cores. Skips, saying
-# why, where qemu-aarch64 is missing.
-ARM64_TEST_PKGS := ./clock ./control ./dataphase ./report ./engine/sim
+# the pure ones (clock, control, dataphase, report, report/plot,
+# internal/buildinfo, and engine/sim, whose time is virtual). The
+# loopback-socket tests of control run too: qemu-user passes the system
+# calls through. engine stays out: qemu-user 7.2 (Debian 12) refuses its
+# sockets' SO_TIMESTAMPNS (setsockopt: protocol not available), so none of
+# them opens under emulation. client stays out too: its multi-connection
+# tests run real-time control timers (3 s setup timeouts) that emulated
+# Test Connections miss. -short, as everywhere
+# under emulation. About 1 min on 2 busy cores. Skips, saying why, where
+# qemu-aarch64 is missing.
+ARM64_TEST_PKGS := ./clock ./control ./dataphase ./report ./report/plot ./internal/buildinfo ./engine/sim
 QEMU_AARCH64    ?= qemu-aarch64
 test-arm64:
 	@set -e; if ! command -v $(QEMU_AARCH64) >/dev/null 2>&1; then \
@@ -222,7 +237,7 @@ deploy-check:
 
 # release-lint: shellcheck on the packaging scripts and the maintainer
 # scripts (POSIX sh: dash runs them).
-RELEASE_SCRIPTS := contrib/release/debversion contrib/release/docs contrib/release/mkdist \
+RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist \
 	contrib/debian/mkdeb contrib/debian/mkcopyright contrib/debian/check contrib/debian/install-check \
 	contrib/debian/postinst contrib/debian/prerm contrib/debian/postrm
 release-lint:
@@ -233,7 +248,3 @@ release-lint:
 # release-check: every packaging and deployment check, for CI (which also
 # runs deb-install-check).
 release-check: release-lint static-check dist deb-check test-arm64 deploy-check
-
-release-clean:
-	rm -rf $(RELEASE_DIR)
-clean: release-clean

@@ -25,16 +25,24 @@ type Server struct {
 	adm   admission
 	ctl   []Socket
 	keys  atomic.Pointer[ServerKeys] // cfg.Keys, replaced by SetKeys
-	limit *sourceLimiter
-	grace time.Duration
+	limit *sourceLimiter             // --setup-rate, off by default
+	// answers bounds the refusals answered per source: a refusal is no
+	// larger than its request, but a forged flood must not make the
+	// server a reflector at the flood's rate.
+	answers *sourceLimiter
+	replay  *replayCache
+	eps     *episodes
+	grace   time.Duration
 
 	Counters ServerCounters
 
-	mu     sync.Mutex
-	active map[*serverConn]struct{}
-	wg     sync.WaitGroup
-	ended  chan struct{} // -1: closed when the first Test Connection ends
-	once   sync.Once
+	mu      sync.Mutex
+	active  map[*serverConn]struct{}
+	pending pendingSet // the part of active awaiting activation
+	seq     uint64     // Setups accepted, for the pending set's order
+	wg      sync.WaitGroup
+	ended   chan struct{} // -1: closed when the first Test Connection ends
+	once    sync.Once
 	// oneTest is the ErrorStatus of that first Test Connection (-1).
 	oneTest atomic.Int32
 
@@ -58,6 +66,13 @@ type ServerOptions struct {
 	ShutdownGrace time.Duration
 }
 
+// The refusal answer budget per source (an IPv6 source by its /64): far
+// more refusals a second than any client gets, far fewer than a flood.
+const (
+	refusalAnswerRate  = 20
+	refusalAnswerBurst = 4 * MaxConnsPerClient
+)
+
 // DefaultShutdownGrace is how long a stopping server waits for the stop
 // handshakes of its running tests: they take a few Trial Intervals, and
 // the whole shutdown stays within 5 s.
@@ -72,16 +87,19 @@ func NewServer(cfg ServerConfig, n Network, log *slog.Logger) (*Server, error) {
 // by someone else, a per-source limit on Setup Requests.
 func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOptions) (*Server, error) {
 	s := &Server{
-		cfg:    cfg,
-		net:    n,
-		log:    log,
-		table:  dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
-		adm:    admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
-		limit:  newSourceLimiter(o.SetupRate, o.SetupBurst),
-		grace:  o.ShutdownGrace,
-		active: map[*serverConn]struct{}{},
-		ended:  make(chan struct{}),
-		now:    time.Now,
+		cfg:     cfg,
+		net:     n,
+		log:     log,
+		table:   dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
+		adm:     admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
+		limit:   newSourceLimiter(o.SetupRate, o.SetupBurst),
+		answers: newSourceLimiter(refusalAnswerRate, refusalAnswerBurst),
+		replay:  newReplayCache(replayCacheMax),
+		eps:     newEpisodes(log),
+		grace:   o.ShutdownGrace,
+		active:  map[*serverConn]struct{}{},
+		ended:   make(chan struct{}),
+		now:     time.Now,
 	}
 	s.keys.Store(cfg.Keys)
 	if s.grace <= 0 {
@@ -90,6 +108,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 	if s.adm.maxConns <= 0 {
 		s.adm.maxConns = MaxConnsPerServer
 	}
+	s.pending = newPendingSet(pendingPerSlot*s.adm.maxConns, MaxPendingPerSource)
 	if len(o.Sockets) > 0 {
 		s.ctl = append(s.ctl, o.Sockets...)
 		return s, nil
@@ -182,6 +201,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.readControl(ctx, c)
 		}(c)
 	}
+	rw.Add(1)
+	go func() {
+		defer rw.Done()
+		s.flushEpisodes(ctx)
+	}()
 	select {
 	case <-ctx.Done():
 	case <-s.ended:
@@ -191,6 +215,22 @@ func (s *Server) Serve(ctx context.Context) error {
 	rw.Wait()
 	s.shutdown(s.grace)
 	return nil
+}
+
+// flushEpisodes writes the summaries of refusal and drop episodes until
+// ctx ends, and once more then.
+func (s *Server) flushEpisodes(ctx context.Context) {
+	t := time.NewTicker(episodeQuiet / 2)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			s.eps.flush(now)
+		case <-ctx.Done():
+			s.eps.flush(time.Now().Add(episodeQuiet))
+			return
+		}
+	}
 }
 
 func (s *Server) closeControl() {
@@ -225,8 +265,20 @@ func (s *Server) shutdown(grace time.Duration) {
 // the close ends the wait.
 func (s *Server) readControl(ctx context.Context, c Socket) {
 	buf := make([]byte, 65536)
-	for {
+	recv := func() (int, netip.AddrPort, netip.Addr, error) {
 		n, from, err := c.RecvFrom(buf, time.Time{})
+		return n, from, netip.Addr{}, err
+	}
+	if p, ok := c.(pktInfoSocket); ok && c.LocalAddr().Addr().IsUnspecified() {
+		if err := p.EnablePktInfo(); err == nil {
+			recv = func() (int, netip.AddrPort, netip.Addr, error) { return p.RecvFromTo(buf, time.Time{}) }
+		} else {
+			s.log.Info("control socket: no destination addresses; a multi-homed server may answer from another address than the one asked",
+				"addr", c.LocalAddr(), "err", err)
+		}
+	}
+	for {
+		n, from, to, err := recv()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -236,8 +288,29 @@ func (s *Server) readControl(ctx context.Context, c Socket) {
 			continue
 		}
 		s.Counters.Add(CountSetupRequests)
-		s.handleSetup(c, buf[:n], from)
+		s.handleSetup(c, buf[:n], from, to)
 	}
+}
+
+// pktInfoSocket is a control socket bound to a wildcard address that can
+// tell which address a datagram was sent to and answer from that address
+// (engine sockets on Linux: IP_PKTINFO, IPV6_PKTINFO). A multi-homed
+// server then answers a Setup Request from the address it was asked on and
+// binds the Test Connection there, as a client that takes answers only
+// from where it sent requires.
+type pktInfoSocket interface {
+	EnablePktInfo() error
+	RecvFromTo(b []byte, deadline time.Time) (int, netip.AddrPort, netip.Addr, error)
+	SendToFrom(b []byte, to netip.AddrPort, from netip.Addr) error
+}
+
+// sendControl sends a control answer to to from the address from (invalid:
+// the kernel picks it).
+func sendControl(c Socket, b []byte, to netip.AddrPort, from netip.Addr) error {
+	if p, ok := c.(pktInfoSocket); ok && from.IsValid() {
+		return p.SendToFrom(b, to, from)
+	}
+	return c.SendTo(b, to)
 }
 
 // OneTestStatus is the ErrorStatus of the Test Connection that ended a -1

@@ -21,12 +21,17 @@ import (
 
 // serverConn is one Test Connection from Setup to end.
 type serverConn struct {
-	closed bool // shutdown closed its socket before its Data Phase started (under Server.mu)
-	sock   Socket
-	grant  grant
-	peer   netip.AddrPort
-	dp     DataPhase
-	log    connLog
+	sock  Socket
+	grant grant
+	peer  netip.AddrPort // where the Setup Request came from
+	seq   uint64         // the order of Setups, for the pending set
+	dp    DataPhase
+	log   connLog
+
+	// Under Server.mu: shutdown closed the socket before its Data Phase
+	// started; a newer Setup evicted it while it awaited activation; its
+	// reservation has been returned.
+	closed, evicted, released bool
 }
 
 // runConn waits for the Test Activation on the new socket, then runs the
@@ -40,8 +45,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	status.Store(statusUnspecified)
 	defer func() {
 		sc.sock.Close()
-		s.adm.release(sc.grant)
 		s.mu.Lock()
+		s.pending.remove(sc)
+		if !sc.released {
+			s.adm.release(sc.grant)
+			sc.released = true
+		}
 		delete(s.active, sc)
 		s.mu.Unlock()
 		if s.cfg.OneTest {
@@ -57,6 +66,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		s.Counters.Add(CountActivationWait)
 		return
 	}
+	if peer.Addr().Unmap() != sc.peer.Addr().Unmap() || peer.Port() != sc.peer.Port() {
+		// Through a NAT that maps by destination the activation may come
+		// from another port of the Setup's address (activate checked the
+		// address).
+		sc.log.log.Debug("test activation from another port than the setup", "setup_from", sc.peer, "activated_from", peer)
+	}
 	s.Counters.Add(CountActivated)
 	running := &s.Counters.runningDown
 	if !core.LoadSender() {
@@ -64,7 +79,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	}
 	running.Add(1)
 	defer running.Add(-1)
-	log := s.log.With("peer", peer, "test_port", sc.sock.LocalAddr().Port())
+	log := s.log.With("peer", peer, "setup_from", sc.peer, "test_port", sc.sock.LocalAddr().Port())
 	sc.log.log = log
 	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	var endReason atomic.Uint32
@@ -142,9 +157,15 @@ func l3Mbps(st *dataphase.SubIntervalStats, hdr uint64) float64 {
 	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr)*8) / float64(st.DeltaTime)
 }
 
-// activate takes the first valid Test Activation Request from any source
-// within the setup timeout, connects the socket to its sender, coerces it,
-// marks the socket, answers, and builds the Data Phase.
+// activate takes the first valid Test Activation Request from the address
+// the Setup Request came from within the setup timeout, connects the
+// socket to its sender, coerces it, marks the socket, answers, and builds
+// the Data Phase. The address, not the port, binds the two: a NAT whose
+// mapping depends on the destination (nftables `masquerade random`, many
+// carrier-grade NATs) sends them from different ports. A Test Activation
+// from anywhere else (a forged source: the Setup Response named the test
+// port to its real sender only) is dropped and counted, so the Load stream
+// cannot be aimed at a third party.
 func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy bool) (*dataphase.Conn, netip.AddrPort, bool) {
 	deadline := time.Now().Add(SetupTimeout)
 	buf := make([]byte, 2048)
@@ -154,13 +175,16 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				s.log.Debug("test socket closed before activation", "err", err)
 			} else {
-				s.log.Info("no test activation within the setup timeout", "peer", sc.peer)
+				if s.eps.note(epActivationTimeout, sc.peer.Addr(), time.Now()) {
+					s.log.Info("no test activation within the setup timeout", "setup_from", sc.peer)
+				}
 			}
 			return nil, netip.AddrPort{}, false
 		}
 		b := buf[:n]
 		var ta ActivationPDU
-		if err := ta.Decode(b, legacy); err != nil {
+		taLen, err := ta.DecodeRequest(b, legacy)
+		if err != nil {
 			s.countInvalid(err)
 			if s.log.Enabled(context.Background(), slog.LevelDebug) {
 				s.log.Debug("invalid test activation dropped", "from", from, "err", err)
@@ -168,13 +192,44 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			continue
 		}
 		s.Counters.Add(CountActivationRequests)
+		if from.Addr().Unmap() != sc.peer.Addr().Unmap() {
+			s.Counters.Add(CountActivationForeign)
+			if s.eps.note(epActivationForeign, from.Addr(), time.Now()) {
+				s.log.Warn("test activation dropped: not from the setup's address", "from", from,
+					"setup_from", sc.peer, "test_port", sc.sock.LocalAddr().Port())
+			}
+			continue
+		}
 		if !legacy && req.AuthMode == AuthControl {
 			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
 			if c := VerifyRequest(b, keys, s.now()); c != 0 {
 				s.countAuth(c)
-				sc.log.error("test activation request failed authentication", "from", from, "code", c)
+				if s.eps.note(epActivationAuth, from.Addr(), time.Now()) {
+					sc.log.error("test activation request failed authentication", "from", from, "code", c)
+				}
 				continue
 			}
+		}
+		// The slot: taken now, unless a newer Setup evicted this one or
+		// Setups that raced took the last slots (the client then times
+		// out; answering "bad parameters" would mislead it).
+		s.mu.Lock()
+		gone := sc.evicted || sc.closed
+		took := !gone && s.adm.activate(&sc.grant)
+		if took {
+			s.pending.remove(sc)
+		}
+		s.mu.Unlock()
+		if gone {
+			return nil, netip.AddrPort{}, false
+		}
+		if !took {
+			s.Counters.Add(CountActivationFull)
+			if s.eps.note(epActivationFull, from.Addr(), time.Now()) {
+				s.log.Warn("test activation dropped: every test connection slot in use", "from", from,
+					"max_connections", s.adm.maxConns)
+			}
+			return nil, netip.AddrPort{}, false
 		}
 		if err := sc.sock.Connect(from); err != nil {
 			sc.log.error("cannot connect test socket", "peer", from, "err", err)
@@ -197,10 +252,14 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			}
 		}
 		out := ta.Encode(make([]byte, ActivationLen), legacy)
-		// Protocol 20 re-signs or clears the auth block; every version
-		// clears the checksum the request carried (the coerced values
-		// would no longer verify against it).
-		s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
+		if len(out) == taLen {
+			// Protocol 20 re-signs or clears the auth block; every
+			// version clears the checksum the request carried (the
+			// coerced values would no longer verify against it).
+			s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
+		} else {
+			out = out[:taLen] // a short request: no auth block, no checksum field
+		}
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
 		if err := sc.sock.Send(out); err != nil {
 			sc.log.error("cannot send test activation response", "peer", from, "err", err)

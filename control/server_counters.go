@@ -38,6 +38,12 @@ const (
 	// time outside the window.
 	CountAuthFailure
 	CountAuthTime
+	// The defences (docs/security.md).
+	CountSetupReplayed     // authenticated Setup Requests dropped as replays
+	CountRefusalUnanswered // refusals not answered: the source is over its answer budget
+	CountPendingEvicted    // Test Connections awaiting activation evicted for newer Setups
+	CountActivationForeign // Test Activations dropped: not from the Setup's address
+	CountActivationFull    // Test Activations dropped: every slot taken by then
 
 	NumServerCounters // the number of ServerCounters, not one
 )
@@ -56,6 +62,11 @@ var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
 	CountInvalidFormat:      {Name: "control_invalid_format", Help: "Setup and Test Activation Requests dropped for another field"},
 	CountAuthFailure:        {Name: "auth_failures", Help: "Setup and Test Activation Requests whose digest no key matches"},
 	CountAuthTime:           {Name: "auth_time_failures", Help: "Setup and Test Activation Requests authenticated with a time outside the window"},
+	CountSetupReplayed:      {Name: "setup_replayed", Help: "Authenticated Setup Requests dropped unanswered as replays of one seen within its time window"},
+	CountRefusalUnanswered:  {Name: "setup_refusals_unanswered", Help: "Setup refusals not answered: their source was over its answer budget"},
+	CountPendingEvicted:     {Name: "pending_evicted", Help: "Test Connections awaiting activation evicted to make room for a newer Setup"},
+	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
+	CountActivationFull:     {Name: "activation_no_slot", Help: "Test Activation Requests dropped: every Test Connection slot was in use by then"},
 }
 
 // Info returns the counter's name and help text.

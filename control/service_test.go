@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/memnet"
 )
 
 // TestSetupFloodFromOneSource: a source that sends Setup Requests faster
@@ -31,7 +32,7 @@ func TestSetupFloodFromOneSource(t *testing.T) {
 	const flood = 200
 	for i := 0; i < flood; i++ {
 		from := netip.AddrPortFrom(flooder.Addr(), uint16(4000+i)) // any port: the address is what is limited
-		w.send(req, from, ctl)
+		w.Send(req, from, ctl)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for s.Counters.Load(CountSetupRequests) < flood && time.Now().Before(deadline) {
@@ -45,8 +46,8 @@ func TestSetupFloodFromOneSource(t *testing.T) {
 		t.Errorf("%d refused + %d dropped != %d received", got, n.Counts[CountSetupRateLimited], flood)
 	}
 	answered := 0
-	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
-		if d.addr.Addr() == flooder.Addr() {
+	for _, d := range s.ctl[0].(*memnet.Socket).Sent() {
+		if d.Addr.Addr() == flooder.Addr() {
 			answered++
 		}
 	}
@@ -150,13 +151,13 @@ func TestPeaksAndInvalidCounts(t *testing.T) {
 	s, cn, w := inMemory(t, cfg, ServerOptions{})
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	src := netip.MustParseAddrPort("127.0.0.3:999")
-	w.send(make([]byte, 10), src, ctl) // size
+	w.Send(make([]byte, 10), src, ctl) // size
 	bad := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	bad[0] = 0x12 // identifier: format
-	w.send(bad, src, ctl)
+	w.Send(bad, src, ctl)
 	bad = (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	bad[SetupLen-1] = 1 // a checksum that does not verify
-	w.send(bad, src, ctl)
+	w.Send(bad, src, ctl)
 	var ccs []*ClientConn
 	for i, bw := range []int{300, 200} {
 		c := testClientConfig()
@@ -236,39 +237,26 @@ func TestSnapshotEach(t *testing.T) {
 	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}})
 	s.Counters.runningUp.Add(1)
 	n := s.Snapshot()
-	seen := map[string]bool{}
 	values := map[string]uint64{}
+	var infos []dataphase.CounterInfo // each name once
 	count := 0
 	n.Each(func(m Metric) {
 		count++
 		key := m.Name + "{" + m.Label + "=" + m.LabelValue + "}"
-		if seen[key] {
+		if _, dup := values[key]; dup {
 			t.Errorf("%s listed twice", key)
 		}
-		seen[key] = true
 		values[key] = m.Value
-		for _, r := range m.Name {
-			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-				t.Errorf("name %q is not snake_case", m.Name)
-				break
-			}
-		}
-		if m.Help == "" || m.Help[len(m.Help)-1] == '.' {
-			t.Errorf("%s: help %q (want a sentence without a final period)", m.Name, m.Help)
+		if len(infos) == 0 || infos[len(infos)-1].Name != m.Name {
+			infos = append(infos, m.CounterInfo)
 		}
 	})
+	if err := dataphase.CheckCounterInfo(infos); err != nil {
+		t.Error(err)
+	}
 	labelled := int(numSetupCodes-SetupBadVersion) + int(dataphase.NumEndReasons-dataphase.EndStopped)
 	if want := 5 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
 		t.Errorf("%d values listed, want %d", count, want)
-	}
-	names := map[string]bool{}
-	for k := range seen {
-		names[k[:strings.IndexByte(k, '{')]] = true
-	}
-	for c := range NumServerCounters {
-		if !names[c.String()] {
-			t.Errorf("counter %d has no name", c)
-		}
 	}
 	for _, c := range []struct {
 		key  string
@@ -318,18 +306,18 @@ func TestOneTestStatus(t *testing.T) {
 		{"socket failure", []dataphase.Event{end(dataphase.EndFailure)}, 255},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newFakeWire()
+			w := memnet.NewWire()
 			cfg := DefaultServerConfig()
 			cfg.BindAddrs = []string{"127.0.0.1"}
 			cfg.OneTest = true
-			s, err := NewServer(cfg, &fakeNet{wire: w, events: tc.events}, slog.New(slog.DiscardHandler))
+			s, err := NewServer(cfg, fakeNet{&memnet.Net{Wire: w, Events: tc.events}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan struct{})
 			go func() { s.Serve(context.Background()); close(done) }()
 			ccfg := testClientConfig()
-			cc, err := Activate(context.Background(), &fakeNet{wire: w, next: 50000}, &ccfg,
+			cc, err := Activate(context.Background(), fakeNet{&memnet.Net{Wire: w, NextPort: 50000}}, &ccfg,
 				ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 77, func(string) {})
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,9 @@
 package dataphase
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Counter names one of the totals a Test Connection's Data Phase keeps:
 // its traffic as the Status PDUs report it and what its peer or path got
@@ -78,6 +81,30 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountStatusInvalidSize:     {"status_invalid_size", "Status PDUs dropped for their length"},
 	CountStatusInvalidFormat:   {"status_invalid_format", "Status PDUs dropped for a field other than the length or checksum"},
 	CountStatusInvalidChecksum: {"status_invalid_checksum", "Status PDUs dropped for their checksum"},
+}
+
+// CheckCounterInfo reports the first entry of a counter table whose name
+// is not snake_case or is used twice, or whose help text is missing or ends
+// with a period: every table of counters is held to it by a test, so a
+// metrics exporter can take the names as they are.
+func CheckCounterInfo(table []CounterInfo) error {
+	seen := make(map[string]int, len(table))
+	for i, c := range table {
+		ok := c.Name != "" && c.Name[0] >= 'a' && c.Name[0] <= 'z'
+		for _, r := range c.Name {
+			ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+		}
+		switch j, dup := seen[c.Name]; {
+		case !ok:
+			return fmt.Errorf("counter %d: name %q is not snake_case", i, c.Name)
+		case dup:
+			return fmt.Errorf("counters %d and %d are both %q", j, i, c.Name)
+		case c.Help == "" || c.Help[len(c.Help)-1] == '.':
+			return fmt.Errorf("counter %q: help %q (want a sentence without a final period)", c.Name, c.Help)
+		}
+		seen[c.Name] = i
+	}
+	return nil
 }
 
 // Info returns the counter's name and help text.

@@ -1,27 +1,25 @@
 package dataphase
 
-import (
-	"regexp"
-	"testing"
-)
+import "testing"
 
 // TestCounterTable: every Counter has a unique snake_case name and help
-// text (a counter added without its line in the table fails here).
+// text (a counter added without its line in the table fails here), and the
+// check finds what it is for.
 func TestCounterTable(t *testing.T) {
-	name := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	seen := map[string]Counter{}
-	for c := range NumCounters {
-		i := c.Info()
-		if !name.MatchString(i.Name) {
-			t.Errorf("counter %d: name %q is not snake_case", c, i.Name)
+	if err := CheckCounterInfo(counterInfo[:]); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range [][]CounterInfo{
+		{{Name: "a", Help: "x"}, {Name: "a", Help: "y"}},
+		{{Name: "Tx", Help: "x"}},
+		{{Name: "tx-loss", Help: "x"}},
+		{{Name: "", Help: "x"}},
+		{{Name: "tx", Help: ""}},
+		{{Name: "tx", Help: "Counted."}},
+	} {
+		if CheckCounterInfo(bad) == nil {
+			t.Errorf("%+v passes", bad)
 		}
-		if i.Help == "" || i.Help[len(i.Help)-1] == '.' {
-			t.Errorf("%s: help %q (want a sentence without a final period)", i.Name, i.Help)
-		}
-		if d, ok := seen[i.Name]; ok {
-			t.Errorf("counters %d and %d are both %q", d, c, i.Name)
-		}
-		seen[i.Name] = c
 	}
 }
 

@@ -93,6 +93,13 @@ type SubIntervalResult struct {
 	WithheldDgrams  uint32
 	SenderPlanned   uint64 // datagrams the Send Plans called for
 	SenderDelivered uint64 // datagrams the kernel accepted
+	// SendRate is the sending rate row the Load Sender was at when the
+	// result arrived (an upstream client: the row the server's Status PDU
+	// carrying it assigned), for plots of the search; SendRateSet is false
+	// where this end does not send the load (a downstream client, which
+	// never learns the server's rows).
+	SendRate    SendingRate
+	SendRateSet bool
 
 	// IP fragmentation (ours, not OB-UDPST's, never on the wire; see
 	// frag.go): the IP packets beyond one per datagram that the path MTU

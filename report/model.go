@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
 // Format is the client's output format (-f).
@@ -54,6 +55,10 @@ type Options struct {
 	// MinConnections is -C min: fewer active connections end the run with
 	// ErrorStatus 200 (see CheckMinConnections).
 	MinConnections int
+
+	// Mode, when set, adds OB-UDPST's "Mode:" line to the banner: the
+	// client's payload sizes and socket path.
+	Mode *Mode
 
 	// Now is the wall clock for BOMTime, EOMTime and aggregates produced
 	// without a result (connection end, Finish); nil selects time.Now.
@@ -151,12 +156,19 @@ const (
 	maxConnections   = 24
 	maxIncremental   = 36000 // 3600 s / 100 ms
 	highSpeedRow     = 1000
-	softwareVersion  = "9.0.0" // the OB-UDPST version whose formats we produce
+	obudpstVersion   = "9.0.0" // the OB-UDPST version whose formats we produce
 	protocolVersion  = 20
 	metricsSupported = "IPLR,Sampled_RTT,IPDV,IPRR,RIPR"
 	warnNoTrafficMs  = 1000
 	timeoutNoTraffic = 3000
 )
+
+// softwareVersion is what OB-UDPST calls SOFTWARE_VER, for the JSON, the
+// server statistics and the banner: OB-UDPST's version with udpstp's own
+// added ("9.0.0+udpstp.v1.2.3", see buildinfo.SoftwareVersion).
+func softwareVersion() string {
+	return buildinfo.SoftwareVersion(obudpstVersion, buildinfo.Get().Version)
+}
 
 // The result records below hold the values exactly as OB-UDPST puts them in
 // its JSON (delays in seconds, ratios as fractions); the text lines are
@@ -261,4 +273,8 @@ type results struct {
 	msg, msg2 string
 	skips     skipFigures
 	skipList  []skipInterval
+	// conns are the per-connection figures (conns.go), by 0-based
+	// connection index; rows indexes the Sending Rate Table to name rows.
+	conns map[int]*connSeries
+	rows  map[dataphase.SendingRate]int
 }

@@ -210,7 +210,7 @@ func (f *ServerStatsFile) Render(loc *time.Location) []byte {
 	w.str(0, "host_ip_address", f.HostIPAddress)
 	w.int(0, "control_port", int64(f.ControlPort))
 	w.int(0, "process_id", int64(f.ProcessID))
-	w.str(0, "software_version", softwareVersion)
+	w.str(0, "software_version", softwareVersion())
 	w.int(0, "protocol_version", protocolVersion)
 	w.raw(0, "schema_version", "1.0")
 	w.bool(0, "jumbo_datagrams", f.JumboDatagrams)

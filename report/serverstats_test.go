@@ -22,7 +22,7 @@ func statsReference(t *testing.T) []byte {
 	if err != nil {
 		t.Skipf("reference -G file not available: %v", err)
 	}
-	return b
+	return ourIdentity(t, b)
 }
 
 // TestServerStatsReproducesReference fills a ServerStatsFile with the

@@ -665,14 +665,35 @@ func TestServerError(t *testing.T) {
 	}
 }
 
+// `udpstp version`, --version and -V print the same block: the version,
+// the commit, the Go toolchain and the protocol versions.
 func TestVersion(t *testing.T) {
-	r := run(t, "version")
-	for _, want := range []string{"udpstp " + version, "Protocol version: 20", "11-20"} {
-		if r.code != 0 || !strings.Contains(r.out, want) {
-			t.Errorf("version: exit %d, output %q lacks %q", r.code, r.out, want)
+	var first string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}} {
+		r := run(t, args...)
+		for _, want := range []string{"udpstp " + version + "\n", "\nCommit: ", "\nGo: go1.", "Protocol version: 20", "11-20"} {
+			if r.code != 0 || !strings.Contains(r.out, want) {
+				t.Errorf("%q: exit %d, output %q lacks %q", args, r.code, r.out, want)
+			}
+		}
+		if first == "" {
+			first = r.out
+		} else if r.out != first {
+			t.Errorf("%q prints %q, version prints %q", args, r.out, first)
 		}
 	}
+	if version == "" {
+		t.Error("version is empty after init")
+	}
 	mustFail(t, exitConfig, []string{"version", "x"}, `"x"`)
+	// -V is the app's, never an option of the test commands: udpst has no
+	// -V, so a client given one is refused like any unknown option.
+	for i := range options {
+		if options[i].letter == "V" {
+			t.Errorf("%s takes -V, which is the version flag", &options[i])
+		}
+	}
+	mustFail(t, exitConfig, []string{"client", "-d", "-V", "h"}, "-V")
 }
 
 // TestOptionTable: the table covers OB-UDPST's getopt string exactly, each

@@ -7,6 +7,7 @@ package main
 // name, since our long names differ from udpst's letters.
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -254,6 +255,10 @@ func clientKey(v optionValues, cfg *control.ClientConfig, keyID int) error {
 		return cli.Exit("ERROR: "+err.Error(), code)
 	}
 	cfg.Key, cfg.KeyID = key, id
+	if len(key) > 0 && control.KeyBits(key) < control.MinKeyBits {
+		// On standard error: the text on standard output stays OB-UDPST's.
+		fmt.Fprintf(v.c.App.ErrWriter, "udpstp: WARNING: the authentication key (id %d) is %s\n", id, control.WeakKeyAdvice)
+	}
 	return nil
 }
 

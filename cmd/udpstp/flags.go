@@ -212,8 +212,8 @@ var options = []option{
 		usage: "most Test Connections at once, `count`, all clients together (1-254)", def: "254",
 		wrongRole: "ERROR: Maximum connection count only valid when server"},
 	{name: "setup-rate", role: forServer, kind: decimal, lo: 0, hi: maxSetupRate, category: catService,
-		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit)",
-		def:       "20",
+		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
+		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
 }
 
@@ -273,9 +273,17 @@ func flagsFor(r role) []cli.Flag {
 			continue
 		}
 		flags = append(flags, &cli.StringFlag{Name: o.name, Aliases: aliases, Usage: usage,
-			Category: o.category, Hidden: hidden, DefaultText: def})
+			Category: o.category, Hidden: hidden, DefaultText: def, TakesFile: takesFile(usage)})
 	}
 	return flags
+}
+
+// takesFile reports whether an option's value is a file name, as its
+// usage's placeholder says ("`file`", "`[+]file`", "`FILE`"), so that
+// shell completion offers file names there.
+func takesFile(usage string) bool {
+	p, _ := unquoteUsage(usage)
+	return strings.HasSuffix(strings.ToLower(p), "file")
 }
 
 // configError is a command-line error: one line, exit status 50.

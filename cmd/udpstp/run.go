@@ -7,12 +7,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 )
 
@@ -29,6 +31,13 @@ var runServer = serve
 
 // runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
 var runClient = runTest
+
+// runTest runs one test (package client) on the engine's sockets.
+func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
+	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
+		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	return client.Run(ctx, cfg, client.Options{Network: net, Out: os.Stdout, Stderr: os.Stderr, Version: version})
+}
 
 // signalContext is cancelled by SIGINT or SIGTERM, so that a test or a
 // server stops cleanly and reports instead of dying mid-write.

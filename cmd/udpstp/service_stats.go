@@ -99,23 +99,18 @@ type statsSock struct {
 	sender bool // the server sends the load on it
 }
 
-// sockTotals are counters summed over sockets.
+// sockTotals are the sockets' counters summed, and the datagrams sent on
+// Load Senders' sockets (the load; the others sent Status PDUs).
 type sockTotals struct {
-	loadSent                                  uint64 // datagrams accepted on Load Senders' sockets
-	sendCalls, sent, recvCalls, recv          uint64
-	backpressureEvents, backpressureDatagrams uint64
+	engine.SocketCounts
+	loadSent uint64
 }
 
 func (t *sockTotals) add(s engine.SocketStats, sender bool) {
 	if sender {
-		t.loadSent += s.SentDatagrams
+		t.loadSent += s.Counts[engine.CountSentDatagrams]
 	}
-	t.sendCalls += s.SendCalls
-	t.sent += s.SentDatagrams
-	t.recvCalls += s.RecvCalls
-	t.recv += s.RecvDatagrams
-	t.backpressureEvents += s.BackpressureEvents
-	t.backpressureDatagrams += s.RefusedDatagrams
+	t.SocketCounts.Add(&s.Counts)
 }
 
 func newStatsNet(n control.Network) *statsNet {
@@ -180,9 +175,9 @@ func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
 	s := report.ServerStatsSample{
 		At:                now,
 		QueuedTxDatagrams: t.loadSent,
-		TxOverrunEvents:   t.backpressureEvents, TxOverrunDatagrams: t.backpressureDatagrams,
-		TxBursts: t.sendCalls, TxBurstDatagrams: t.sent,
-		RxBursts: t.recvCalls, RxBurstDatagrams: t.recv,
+		TxOverrunEvents:   t.SocketCounts[engine.CountBackpressure], TxOverrunDatagrams: t.SocketCounts[engine.CountRefusedDatagrams],
+		TxBursts: t.SocketCounts[engine.CountSendCalls], TxBurstDatagrams: t.SocketCounts[engine.CountSentDatagrams],
+		RxBursts: t.SocketCounts[engine.CountRecvCalls], RxBurstDatagrams: t.SocketCounts[engine.CountRecvDatagrams],
 		Data: d,
 	}
 	if n := d[dataphase.CountTxDatagrams]; n > 0 {
