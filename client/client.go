@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -46,6 +47,8 @@ type Options struct {
 	// EndGrace bounds the wait for the Test Connections to end once the
 	// run is over; 0: DefaultEndGrace.
 	EndGrace time.Duration
+	// Plan is which tests the run makes (plan.go); zero: one.
+	Plan Plan
 }
 
 // DefaultEndGrace is how long a run waits for its Test Connections to end
@@ -53,7 +56,8 @@ type Options struct {
 // Trial Intervals.
 const DefaultEndGrace = 4 * time.Second
 
-// Run runs one test and returns its ErrorStatus, which the binary makes
+// Run runs the test of cfg (with Options.Plan: both directions at once,
+// several in a row) and returns its ErrorStatus, which the binary makes
 // its exit status. The report goes to Out (text or JSON, cfg.Format) and,
 // with cfg.OutputFile, a JSON document to that file, written atomically
 // whatever happens, also after an interrupt (ctx cancelled); a file that
@@ -69,25 +73,58 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 		o.EndGrace = DefaultEndGrace
 	}
 	format, _ := report.ParseFormat(cfg.Format) // the command line checked it
-	r := newRun(cfg, o, format)
-	if format == report.FormatText {
-		r.col.Banner("udpstp", o.Version)
-	}
-	status := r.run(ctx)
-	if cfg.OutputFile != "" {
-		f := format
-		if !f.IsJSON() {
-			f = report.FormatJSONFormatted
+	var status int
+	if o.Plan.Repeat > 0 {
+		status = runRepeat(ctx, cfg, o, format)
+	} else {
+		if format == report.FormatText {
+			report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
 		}
-		if err := report.WriteFileAtomic(cfg.OutputFile, r.col.Document(f), 0o644); err != nil {
-			fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
-			if status == 0 {
-				status = report.StatusInit
-			}
-		}
+		status = saveResult(cfg, o, format, runTest(ctx, cfg, o, format))
 	}
-	r.emit(Event{Kind: EventEnd, Conn: -1, Status: status})
+	if o.Observe != nil {
+		o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: status})
+	}
 	return status
+}
+
+// result is what a run reports: a test's report.Result, or a
+// report.Repeat.
+type result interface {
+	ErrorStatus() int
+	Document(f report.Format) []byte
+}
+
+// saveResult writes res to cfg.OutputFile, if any, and returns the
+// run's status: res's, or report.StatusInit for a successful run whose
+// file cannot be written.
+func saveResult(cfg *control.ClientConfig, o Options, format report.Format, res result) int {
+	status := res.ErrorStatus()
+	if cfg.OutputFile == "" {
+		return status
+	}
+	if err := report.WriteFileAtomic(cfg.OutputFile, res.Document(jsonFile(format)), 0o644); err != nil {
+		fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
+		if status == 0 {
+			status = report.StatusInit
+		}
+	}
+	return status
+}
+
+// jsonFile is the result file's format for a run printing format: the
+// same JSON, or formatted JSON next to text.
+func jsonFile(format report.Format) report.Format {
+	if !format.IsJSON() {
+		return report.FormatJSONFormatted
+	}
+	return format
+}
+
+// bannerMode is the banner's "Mode:" line of a client with cfg.
+func bannerMode(cfg *control.ClientConfig, o Options) *report.Mode {
+	return &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
+		IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations}
 }
 
 // newMCIdent draws the run's multi-connection ID, which every Test

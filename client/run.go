@@ -63,9 +63,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 	}
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
-		Connections: r.connMax, MinConnections: r.connMin,
-		Mode: &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
-			IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations},
+		Connections: r.connMax, MinConnections: r.connMin, Mode: bannerMode(cfg, o),
 	})
 	for _, s := range cfg.Servers {
 		r.hosts = append(r.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
@@ -76,6 +74,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 // emit hands ev to the observer, if any.
 func (r *run) emit(ev Event) {
 	if r.o.Observe != nil {
+		ev.Upstream = r.cfg.Upstream
 		r.o.Observe(ev)
 	}
 }

@@ -175,6 +175,10 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-m", "1", "--ecn-ce-threshold", "255"}, func(c *cc) { c.DSCPECN, c.CEThresh = 1, 255 }},
 		{[]string{"--output", "result.json"}, func(c *cc) { c.OutputFile = "result.json" }},
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
+		// The plan is in localOptions (plan_test.go); a bidirectional
+		// test's idle baseline is in the config.
+		{[]string{"--bidirectional"}, func(c *cc) { c.Bimodal, c.Suppress = 2, true }},
+		{[]string{"--repeat", "3", "--pause", "1s"}, func(c *cc) {}},
 	}
 	used := map[string]bool{}
 	for _, tt := range tests {
@@ -391,10 +395,8 @@ func TestCrossChecks(t *testing.T) {
 			[]string{"ERROR: Maximum multi-connection count must be >= server count", "--connections/-C"}},
 		{[]string{"client", "-d", "h", "-M"},
 			[]string{"ERROR: Maximum from local interface requires local interface option", "--interface-max/-M", "--interface/-E"}},
-		{[]string{"client", "-u", "-d", "h"},
-			[]string{"ERROR: Upstream and Downstream options are mutually exclusive", "--upstream/-u", "--downstream/-d"}},
 		{[]string{"client", "h"},
-			[]string{"ERROR: Test direction required when client", "--upstream/-u", "--downstream/-d"}},
+			[]string{"ERROR: Test direction required when client", "--upstream/-u", "--downstream/-d", "--bidirectional"}},
 		{[]string{"client", "-d"},
 			[]string{"ERROR: Server hostname or IP address required when client"}},
 		{many, []string{"ERROR: Server count exceeds maximum (24)"}},

@@ -60,6 +60,9 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 	if err := checkClient(v, &cfg, keyID); err != nil {
 		return nil, lo, err
 	}
+	if lo.Plan, err = clientPlan(v, &cfg); err != nil {
+		return nil, lo, err
+	}
 	if err := checkUnsupported(v.c, forClient); err != nil {
 		return nil, lo, err
 	}
@@ -72,14 +75,13 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 // clientTarget reads the direction, the servers and -C, which OB-UDPST
 // settles before the other options.
 func clientTarget(v optionValues, cfg *control.ClientConfig) error {
+	// -u with -d is a bidirectional test (plan.go), which udpst refuses
+	// ("mutually exclusive").
 	up, down := v.on("upstream"), v.on("downstream")
-	switch {
-	case up && down:
-		return configError("ERROR: Upstream and Downstream options are mutually exclusive (%s, %s)", opt("upstream"), opt("downstream"))
-	case !up && !down:
-		return configError("ERROR: Test direction required when client (%s or %s)", opt("upstream"), opt("downstream"))
+	if !up && !down && !v.on("bidirectional") {
+		return configError("ERROR: Test direction required when client (%s or %s, or %s)", opt("upstream"), opt("downstream"), opt("bidirectional"))
 	}
-	cfg.Upstream = up
+	cfg.Upstream = up && !bidirectional(v)
 
 	port := control.DefaultControlPort
 	if err := v.number("port", &port); err != nil {

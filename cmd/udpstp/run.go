@@ -26,6 +26,7 @@ import (
 type localOptions struct {
 	NoGSO   bool           // --no-gso: send without UDP_SEGMENT
 	Service serviceOptions // the server's service options (service_options.go)
+	Plan    client.Plan    // --bidirectional, --repeat, --pause (plan.go)
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
@@ -39,7 +40,7 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
 		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return client.Run(ctx, cfg, client.Options{Network: net, Out: os.Stdout, Stderr: os.Stderr,
-		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO)})
+		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})
 }
 
 // socketPath is the client's socket path in OB-UDPST's words, for the
