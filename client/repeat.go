@@ -53,8 +53,9 @@ func runRepeat(ctx context.Context, cfg *control.ClientConfig, o Options, format
 			// Errors show when the file is written at the end.
 			report.WriteFileAtomic(cfg.OutputFile, rep.Document(jsonFile(format)), 0o644)
 		}
-		if ctx.Err() != nil {
-			break // the test in progress was interrupted (255); no more
+		if ctx.Err() != nil && i < n {
+			rep.Interrupt() // the tests left are not run
+			break
 		}
 	}
 	var err error

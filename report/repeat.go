@@ -214,7 +214,7 @@ func (r *Repeat) WriteTable(w io.Writer) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Repeat: %d of %d runs, %d completed, %d failed; figures of each run's last mode, Mbps(L3/IP), delays in ms\n",
+	fmt.Fprintf(&b, "Repeat: %d of %d runs, %d completed, %d failed; each run's last mode: Max and Summary in Mbps(L3/IP), delay variation and Min RTT in ms\n",
 		len(r.runs), r.requested, done, failed)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"Run", "Direction", "Status"}

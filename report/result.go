@@ -90,15 +90,15 @@ var figureInfo = [numFigures]struct {
 	key, label string
 	delay      bool // seconds in JSON, shown in ms
 }{
-	figMax:        {"MaxIPLayerCapacity", "Maximum Mbps(L3/IP)", false},
-	figSummary:    {"IPLayerCapacitySummary", "Summary Mbps(L3/IP)", false},
-	figRTTAvg:     {"RTTAvg", "RTTVar avg (ms)", true},
-	figRTTMax:     {"RTTMax", "RTTVar max (ms)", true},
-	figPDVAvg:     {"PDVAvg", "OWDVar avg (ms)", true},
-	figPDVMax:     {"PDVMax", "OWDVar max (ms)", true},
-	figMinRTT:     {"MinRTTSummary", "Min RTT (ms)", true},
-	figIdleRTTAvg: {"IdleRTTAvg", "Idle RTTVar avg (ms)", true},
-	figIdlePDVAvg: {"IdlePDVAvg", "Idle OWDVar avg (ms)", true},
+	figMax:        {"MaxIPLayerCapacity", "Max", false},
+	figSummary:    {"IPLayerCapacitySummary", "Summary", false},
+	figRTTAvg:     {"RTTAvg", "RTTVar avg", true},
+	figRTTMax:     {"RTTMax", "RTTVar max", true},
+	figPDVAvg:     {"PDVAvg", "OWDVar avg", true},
+	figPDVMax:     {"PDVMax", "OWDVar max", true},
+	figMinRTT:     {"MinRTTSummary", "Min RTT", true},
+	figIdleRTTAvg: {"IdleRTTAvg", "Idle RTTVar avg", true},
+	figIdlePDVAvg: {"IdlePDVAvg", "Idle OWDVar avg", true},
 }
 
 // dirFigures are one direction's figures of a finished test.
