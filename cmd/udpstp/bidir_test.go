@@ -73,9 +73,16 @@ type bidirResult struct {
 // idle of them the baseline, over conns Test Connections per direction:
 // each half complete in its role, its second mode loaded, and the
 // latency under load measured in both directions over the same phases.
-func checkBidir(t *testing.T, r bidirResult, code int, out string, subs, idle, conns int) {
+// With warnings, a half may end with a warning (1-49) and its results: on
+// a congested link the Status PDUs of one direction queue behind the
+// other's load, and some are lost (OB-UDPST's warning 3).
+func checkBidir(t *testing.T, r bidirResult, code int, out string, subs, idle, conns int, warnings bool) {
 	t.Helper()
-	if code != 0 {
+	worst := 0
+	if warnings {
+		worst = 49
+	}
+	if code > worst {
 		t.Fatalf("exit status %d\n%.3000s", code, out)
 	}
 	ul := r.Udpstp.Bidirectional
@@ -88,7 +95,7 @@ func checkBidir(t *testing.T, r bidirResult, code int, out string, subs, idle, c
 		ul        underLoad
 	}{{"Upstream", "Sender", r.Upstream, ul.Upstream}, {"Downstream", "Receiver", r.Downstream, ul.Downstream}} {
 		x := h.half
-		if x.ErrorStatus != 0 || x.Output.Status != "Complete" || x.Input.Role != h.role {
+		if x.ErrorStatus > worst || x.ErrorStatus == 0 && x.Output.Status != "Complete" || x.Input.Role != h.role {
 			t.Errorf("%s: ErrorStatus %d %q, %s, role %s", h.dir, x.ErrorStatus, x.ErrorMessage, x.Output.Status, x.Input.Role)
 		}
 		if x.Input.NumberFirstModeSuppSubIntervals != idle || x.Input.NumberOfConnections != conns {
@@ -179,7 +186,7 @@ func TestBidirectional(t *testing.T) {
 					args = append(args, "-a", c.key)
 				}
 				r, code, out := runBidirProc(t, append(args, hosts...)...)
-				checkBidir(t, r, code, out, 5, 2, c.conns)
+				checkBidir(t, r, code, out, 5, 2, c.conns, false)
 				if r.Upstream.Input.NumberOfHosts != c.servers || r.Downstream.Input.NumberOfHosts != c.servers {
 					t.Errorf("hosts %d and %d, want %d", r.Upstream.Input.NumberOfHosts, r.Downstream.Input.NumberOfHosts, c.servers)
 				}
@@ -426,7 +433,7 @@ func TestRepeatBidirectional(t *testing.T) {
 		t.Fatalf("%d runs", len(r.Runs))
 	}
 	for _, run := range r.Runs {
-		checkBidir(t, run, 0, string(out), 5, 2, 1)
+		checkBidir(t, run, 0, string(out), 5, 2, 1, false)
 	}
 	for _, dir := range []string{"Upstream", "Downstream"} {
 		d, _ := r.Aggregate[dir].(map[string]any)

@@ -177,7 +177,7 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
 		// The plan is in localOptions (plan_test.go); a bidirectional
 		// test's idle baseline is in the config.
-		{[]string{"--bidirectional"}, func(c *cc) { c.Bimodal, c.Suppress = 2, true }},
+		{[]string{"--bidirectional"}, func(c *cc) { c.Bimodal, c.Suppress, c.UseOwDelVar = 2, true, true }},
 		{[]string{"--repeat", "3", "--pause", "1s"}, func(c *cc) {}},
 	}
 	used := map[string]bool{}

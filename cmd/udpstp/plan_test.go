@@ -38,8 +38,11 @@ func TestClientPlan(t *testing.T) {
 		if cfg.Bimodal != tt.bimodal || cfg.Suppress != tt.suppress {
 			t.Errorf("%q: -i %d suppress %v, want %d %v", tt.args, cfg.Bimodal, cfg.Suppress, tt.bimodal, tt.suppress)
 		}
-		if tt.plan.Bidirectional && cfg.Upstream {
-			t.Errorf("%q: a bidirectional test's config is upstream", tt.args)
+		if tt.plan.Bidirectional && (cfg.Upstream || !cfg.UseOwDelVar) {
+			t.Errorf("%q: a bidirectional test's config is upstream (%v) or searches on the RTT (-o %v)", tt.args, cfg.Upstream, cfg.UseOwDelVar)
+		}
+		if !tt.plan.Bidirectional && cfg.UseOwDelVar {
+			t.Errorf("%q: -o without being asked", tt.args)
 		}
 	}
 }
