@@ -4,7 +4,9 @@
 // Run sets up the Test Connections of a control.ClientConfig (-C's maximum,
 // round robin over the servers, the minimum enforced as OB-UDPST does),
 // runs their Data Phases on a control.Network, prints OB-UDPST's text or
-// JSON report and writes the result file. What happens on the way is also
+// JSON report and writes the result file. Its Plan may make that two tests
+// at once, upstream and downstream (bidir.go), and a number of tests in a
+// row with their aggregate (repeat.go). What happens on the way is also
 // handed, as Events, to an optional observer: a progress line, a stream of
 // JSON events or a test read them there instead of parsing the report.
 package client

@@ -21,9 +21,11 @@ func clientCommand() *cli.Command {
 	return getoptCommand(&cli.Command{
 		Name:      "client",
 		Usage:     "run a capacity test against a server, like `udpst -u|-d`",
-		UsageText: "udpstp client -u|-d [options] server[:port]...",
+		UsageText: "udpstp client -u|-d|--bidirectional [options] server[:port]...",
 		Description: "Measures upstream (-u) or downstream (-d) IP capacity to a server running\n" +
-			"udpstp or OB-UDPST. Every option of OB-UDPST's udpst client is here under\n" +
+			"udpstp or OB-UDPST, or both at once with the latency under load\n" +
+			"(--bidirectional, or -u -d), once or --repeat N times with an aggregate.\n" +
+			"Every option of OB-UDPST's udpst client is here under\n" +
 			"its letter and a long name; options may come before or after the servers.\n" +
 			"An IPv6 address with a port is written [addr]:port. -? prints this help\n" +
 			"and exits 50, as udpst does; -h is the high-speed delta, help is --help.",
