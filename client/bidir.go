@@ -33,7 +33,7 @@ var halfLabels = [2]string{"[Up]   ", "[Down] "}
 // labelled, then the latency under load; or one JSON document with both.
 func runBidir(ctx context.Context, cfg *control.ClientConfig, o Options, format report.Format) report.Result {
 	var outMu sync.Mutex
-	rel := &relay{signal: make(chan struct{}, 1)}
+	rel := newMailbox[Event]()
 	var cols [2]*report.Collector
 	var outs [2]*labelled
 	var wg sync.WaitGroup
@@ -63,7 +63,11 @@ func runBidir(ctx context.Context, cfg *control.ClientConfig, o Options, format 
 		wg.Wait()
 		close(done)
 	}()
-	rel.forward(done, o.Observe)
+	if o.Observe != nil {
+		relay(rel, done, o.Observe)
+	} else {
+		<-done
+	}
 	b := &report.Bidirectional{Up: cols[0], Down: cols[1]}
 	var err error
 	if format.IsJSON() {
@@ -80,41 +84,19 @@ func runBidir(ctx context.Context, cfg *control.ClientConfig, o Options, format 
 	return b
 }
 
-// relay carries the halves' events to the goroutine that called Run, so
-// that the observer sees them in one sequence, as Options.Observe
-// promises.
-type relay struct {
-	mu     sync.Mutex
-	queue  []Event
-	signal chan struct{}
-}
-
-// post queues e; it never blocks (a half's run goroutine calls it).
-func (r *relay) post(e Event) {
-	r.mu.Lock()
-	r.queue = append(r.queue, e)
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
-}
-
-// forward hands the queued events to observe until done is closed and
-// the queue is empty.
-func (r *relay) forward(done <-chan struct{}, observe func(Event)) {
+// relay hands the halves' events, posted to box from their run
+// goroutines, to observe on the goroutine that called Run, so that the
+// observer sees them in one sequence as Options.Observe promises; it
+// returns once done is closed and box is empty.
+func relay(box *mailbox[Event], done <-chan struct{}, observe func(Event)) {
 	for {
 		finished := false
 		select {
-		case <-r.signal:
+		case <-box.signal:
 		case <-done:
 			finished = true
 		}
-		r.mu.Lock()
-		q := r.queue
-		r.queue = nil
-		r.mu.Unlock()
-		for _, e := range q {
+		for _, e := range box.drain() {
 			observe(e)
 		}
 		if finished {

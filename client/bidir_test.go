@@ -16,17 +16,12 @@ import (
 	"github.com/udpstp/udpstp/internal/memnet"
 )
 
-// planOutcome is what a run with a Plan reported.
-type planOutcome struct {
-	status int
-	events []Event
-	out    string
-	doc    map[string]any // JSON formats
-}
-
 // runPlan runs cfg with plan over a client network on w whose Data Phases
-// play script; observe, if set, sees each event too.
-func runPlan(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, plan Plan, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *planOutcome {
+// play script; observe, if set, sees each event too (with the cancel of
+// the run's context). A run that does not end by itself within a minute
+// is a failure, not a hang: the interrupt then ends it (this fires only
+// when the code is wrong).
+func runPlan(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, plan Plan, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *outcome {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -34,7 +29,7 @@ func runPlan(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, plan Plan,
 	watchdog := time.AfterFunc(time.Minute, func() { stuck.Store(true); cancel() })
 	defer watchdog.Stop()
 	var out, errs bytes.Buffer
-	o := &planOutcome{}
+	o := &outcome{}
 	o.status = Run(ctx, cfg, Options{
 		Network: memNetwork{&memnet.Net{Wire: w, NextPort: 50000, Script: script}},
 		Out:     &out, Stderr: &errs, Plan: plan,

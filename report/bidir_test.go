@@ -2,15 +2,17 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
 
-// fakeCollector is a finished Collector of the golden-shaped fake run of
-// info (see TestGoldenJSONShape): n Sub-Intervals of every connection.
-func fakeCollector(t *testing.T, info TestInfo, n int) *Collector {
+// fakeCollector is a finished Collector, printing jsonf to w, of the
+// golden-shaped fake run of info (see TestGoldenJSONShape): n
+// Sub-Intervals of every connection.
+func fakeCollector(t *testing.T, w io.Writer, info TestInfo, n int) *Collector {
 	t.Helper()
-	c := New(&bytes.Buffer{}, Options{Format: FormatJSONFormatted, Connections: info.ConnMax,
+	c := New(w, Options{Format: FormatJSONFormatted, Connections: info.ConnMax,
 		MinConnections: info.ConnMin, Now: fixedClock(1796009000e9)})
 	c.Activate(info)
 	for k := 1; k <= n; k++ {
@@ -46,7 +48,7 @@ func TestBidirectionalHalvesGoldenShape(t *testing.T) {
 			n := len(field(t, outObj, "IncrementalResult").(jarr))
 			up, down := info, info
 			up.Upstream, down.Upstream = true, false
-			b := &Bidirectional{Up: fakeCollector(t, up, n), Down: fakeCollector(t, down, n)}
+			b := &Bidirectional{Up: fakeCollector(t, io.Discard, up, n), Down: fakeCollector(t, io.Discard, down, n)}
 			v, err := parseOrdered(b.Document(FormatJSONFormatted))
 			if err != nil {
 				t.Fatalf("the pair's document does not parse: %v", err)
@@ -64,7 +66,7 @@ func TestBidirectionalHalvesGoldenShape(t *testing.T) {
 			}
 
 			rep := NewRepeat(2, 0)
-			rep.Add(fakeCollector(t, info, n))
+			rep.Add(fakeCollector(t, io.Discard, info, n))
 			rep.Add(b)
 			v, err = parseOrdered(rep.Document(FormatJSONFormatted))
 			if err != nil {
@@ -83,11 +85,11 @@ func TestBidirectionalHalvesGoldenShape(t *testing.T) {
 // TestBidirectionalStatus: the pair's status is the worse half's.
 func TestBidirectionalStatus(t *testing.T) {
 	info := TestInfo{TestIntTime: 5, SubIntPeriod: 1000, ConnMax: 1, ConnMin: 1, Bimodal: 2, SuppCount: 2}
-	ok := fakeCollector(t, info, 5)
+	ok := fakeCollector(t, io.Discard, info, 5)
 	for _, code := range []int{0, 3, 110, 200} {
 		bad := failedCollector(t, code)
 		if code == 0 {
-			bad = fakeCollector(t, info, 5)
+			bad = fakeCollector(t, io.Discard, info, 5)
 		}
 		for _, b := range []*Bidirectional{{Up: ok, Down: bad}, {Up: bad, Down: ok}} {
 			want := code

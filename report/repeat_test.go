@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,7 @@ func TestRepeatBidirectional(t *testing.T) {
 	up, down := info, info
 	up.Upstream = true
 	for range 2 {
-		r.Add(&Bidirectional{Up: fakeCollector(t, up, 5), Down: fakeCollector(t, down, 5)})
+		r.Add(&Bidirectional{Up: fakeCollector(t, io.Discard, up, 5), Down: fakeCollector(t, io.Discard, down, 5)})
 	}
 	r.Interrupt()
 	if r.ErrorStatus() != StatusGeneral {
