@@ -46,11 +46,12 @@ func (r BaselineRow) SentBps() float64 {
 	return float64(r.Sent) * 8 * baselineFrame / r.Elapsed.Seconds()
 }
 
-// Clean reports whether everything sent arrived, the relay dropped nothing
-// on its own, and the sender kept within 2 % of the offered rate (a
-// sender the machine held back offered less than the row says).
+// Clean reports whether the relay carried the row: everything sent
+// arrived, the relay kept up (RelayStats.Kept), and the sender kept within
+// 2 % of the offered rate (a sender the machine held back offered less
+// than the row says).
 func (r BaselineRow) Clean() bool {
-	return r.Sent > 0 && r.Got == r.Sent && r.Relay.OwnDrops() == 0 && r.Links == 0 &&
+	return r.Sent > 0 && r.Got == r.Sent && r.Relay.Kept() && r.Links == 0 &&
 		r.SentBps() >= 0.98*float64(r.RateBps)
 }
 

@@ -28,12 +28,12 @@ type Config struct {
 	// NAT translates the client's address (and ports) in the router, on
 	// the way to the server.
 	NAT NAT
-	// FirewallPort, when not 0, puts a stateful firewall in the router in
-	// front of the server: towards the server it admits new flows only to
-	// this UDP port (the control port), and otherwise only packets of
-	// flows already established (or related ICMP errors), as a home
-	// router or a cloud security group does. The server's Null Request
-	// is what opens the way for the Test Connection.
+	// FirewallPort, when not 0, puts a stateful firewall in front of the
+	// server (on its namespace's input, as a host firewall or a cloud
+	// security group): it admits new flows only to this UDP port (the
+	// control port), and otherwise only packets of flows already
+	// established (or related ICMP errors). The server's Null Request is
+	// what opens the way for the Test Connection.
 	FirewallPort int
 	// Narrow makes one link of the path narrower than MTU, so that the
 	// router answers larger packets with ICMP "fragmentation needed"
@@ -218,6 +218,15 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
+// dirShape returns the Shape of dir in c (Down for anything but Up: the
+// callers have checked dir).
+func (c *Config) dirShape(dir Direction) *Shape {
+	if dir == Up {
+		return &c.Up
+	}
+	return &c.Down
+}
+
 // usesLoss reports whether any direction needs nftables for loss.
 func (c Config) usesLoss() bool { return c.Down.LossPct > 0 || c.Up.LossPct > 0 }
 
@@ -228,12 +237,6 @@ func (c Config) usesNft() bool { return c.usesLoss() || c.NAT != NoNAT || c.Fire
 func (c Config) usesRelay() bool {
 	return c.Relay || c.Down.Relay.active() || c.Up.Relay.active() || (c.Narrow.MTU > 0 && c.Narrow.Link == NarrowMiddle)
 }
-
-// tracks reports whether the router's conntrack matters (NAT or the
-// firewall): with the relay, each forwarded packet crosses the router
-// twice, and only the second crossing may be tracked (see the package
-// doc).
-func (c Config) tracks() bool { return c.NAT != NoNAT || c.FirewallPort != 0 }
 
 // normalize fills the defaults of s for a link of the given MTU and checks
 // it. An unshaped direction keeps Burst and Latency at 0.

@@ -19,8 +19,8 @@
 //	veth-c .1 ---------- .2 veth-rc   veth-rs .5 ---------- .6 veth-s
 //	  Down loss (input)     Down tbf (egress)
 //	                        Up tbf (egress)               Up loss (input)
-//	                          tun-up    tun-down (the relay, when on;
-//	                                              NAT, firewall: here)
+//	                          tun-up    tun-down    firewall (input)
+//	                        (the relay, when on; NAT)
 //
 // The client and server namespaces are the endpoints; the router
 // namespace forwards between them and holds both tbf qdiscs, each on its
@@ -159,12 +159,17 @@
 // MasqueradeRandom (masquerade random) draws a random external port for
 // each new flow, so that a client socket's Setup and its Test Activation,
 // which go to different server ports, leave from different external
-// ports, as behind many carrier-grade NATs. Config.FirewallPort puts a
-// stateful firewall in the router's forward path towards the server: new
-// flows only to that port, otherwise established flows and related ICMP;
-// FirewallRefused counts its drops. With the relay in the path only a
-// packet's second crossing of the router is tracked (the first is marked
-// notrack), so that conntrack decides NAT with the real output device.
+// ports, as behind many carrier-grade NATs. With the relay in the path
+// only a packet's second crossing of the router is tracked (the first is
+// marked notrack), so that conntrack decides NAT with the real output
+// device. Config.FirewallPort puts a stateful firewall in front of the
+// server, on its namespace's input (a host firewall; in the router it
+// would share conntrack with the NAT, see firewallRuleset): new flows
+// only to that port, otherwise established flows and related ICMP;
+// FirewallRefused counts its drops. Behind masquerade random no test can
+// pass such a firewall, by the protocol's design: the Null Request opens
+// it for the Setup's external port, and the Test Activation comes from
+// another.
 //
 // Config.Narrow makes one link narrower than MTU (1280 up to MTU-1):
 // NarrowMiddle narrows the relay's TUN devices, the link in the middle of

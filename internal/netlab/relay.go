@@ -68,6 +68,13 @@ func (s RelayStats) OwnDrops() int64 {
 	return s.QueueFull + s.ReadErrors + s.WriteErrors + s.Oversize + s.TunDropped
 }
 
+// Kept reports whether the relay kept up with what it carried: it dropped
+// nothing on its own, and at most 1 % of the packets left a millisecond or
+// more after their time. A relay that slips by milliseconds adds delay
+// variation of its own, which a rate search reads as congestion: a run
+// through a relay that did not keep up measured the relay.
+func (s RelayStats) Kept() bool { return s.OwnDrops() == 0 && s.Late1ms*100 <= s.Read }
+
 // tunDev is the relay device of dir.
 func tunDev(dir Direction) string {
 	if dir == Up {
@@ -176,11 +183,7 @@ func (l *Lab) Impair(dir Direction, m Impairment) error {
 	if err := l.impairLocked(dir, m); err != nil {
 		return err
 	}
-	if dir == Down {
-		l.cfg.Down.Relay = m
-	} else {
-		l.cfg.Up.Relay = m
-	}
+	l.cfg.dirShape(dir).Relay = m
 	return nil
 }
 

@@ -9,7 +9,8 @@ import (
 
 // The router's nftables tables (family inet: IPv4 and IPv6 alike).
 const (
-	routerTable     = "udpstp_router" // NAT, firewall and the relay's notrack
+	routerTable     = "udpstp_router" // NAT and the relay's notrack
+	firewallTable   = "udpstp_fw"     // in the server namespace
 	refusedCounter  = "refused"       // the firewall's drops
 	cutTable        = "udpstp_cut"    // Cut: every packet dropped
 	cutCounter      = "cut"
@@ -18,8 +19,8 @@ const (
 	notrackPriority = "raw"
 )
 
-// routerRuleset returns the nft script of the router's NAT and firewall
-// for c, or "" when c has neither.
+// routerRuleset returns the nft script of the router's NAT for c, or ""
+// when c has none.
 //
 // With the relay, each packet crosses the router twice: from a veth into
 // its TUN device, then, written back, from the device to the other veth.
@@ -30,45 +31,77 @@ const (
 // relayRulePref), so it too is untranslated until it comes back out of
 // the device, where conntrack finds its flow and restores the client's
 // address.
+//
+// As every NAT gateway's firewall, the router drops, silently, what the
+// server side sends it unsolicited (a new flow to its own address). That
+// matters: the server's Null Request, sent from its test port to the
+// Setup's external port, has no NAT mapping (the mapping is the control
+// port's); accepted and answered with port unreachable, it would leave a
+// conntrack entry that takes that external port, and the Test Activation
+// would leave from another one, which a firewall in front of the server
+// refuses. Dropped before conntrack confirms it, it leaves nothing.
 func routerRuleset(c Config) string {
-	if !c.tracks() {
+	if c.NAT == NoNAT {
 		return ""
 	}
-	veths := fmt.Sprintf(`{ "%s", "%s" }`, routerClientDev, routerServerDev)
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %[1]s\ndelete table inet %[1]s\ntable inet %[1]s {\n", routerTable)
 	if c.usesRelay() {
-		fmt.Fprintf(&b, "\tchain first_pass {\n\t\ttype filter hook prerouting priority %s; policy accept;\n\t\tiifname %s notrack\n\t}\n", notrackPriority, veths)
+		fmt.Fprintf(&b, "\tchain first_pass {\n\t\ttype filter hook prerouting priority %s; policy accept;\n\t\tiifname { \"%s\", \"%s\" } notrack\n\t}\n",
+			notrackPriority, routerClientDev, routerServerDev)
 	}
-	if c.NAT != NoNAT {
-		masq := "masquerade"
-		if c.NAT == MasqueradeRandom {
-			masq += " random"
-		}
-		fmt.Fprintf(&b, "\tchain masq {\n\t\ttype nat hook postrouting priority %s; policy accept;\n\t\toifname \"%s\" %s\n\t}\n", natPriority, routerServerDev, masq)
+	masq := "masquerade"
+	if c.NAT == MasqueradeRandom {
+		masq += " random"
 	}
-	if c.FirewallPort != 0 {
-		fmt.Fprintf(&b, "\tcounter %s { }\n", refusedCounter)
-		fmt.Fprintf(&b, `	chain guard {
-		type filter hook forward priority %s; policy accept;
-		oifname "%[2]s" ct state established,related accept
-		oifname "%[2]s" ct state new udp dport %[3]d accept
-		oifname "%[2]s" counter name %[4]s drop
-	}
-`, filterPriority, routerServerDev, c.FirewallPort, refusedCounter)
-	}
-	b.WriteString("}\n")
+	fmt.Fprintf(&b, "\tchain masq {\n\t\ttype nat hook postrouting priority %s; policy accept;\n\t\toifname \"%s\" %s\n\t}\n", natPriority, routerServerDev, masq)
+	// With the relay, what the server side sends comes in (the second
+	// time) from tun-down.
+	fmt.Fprintf(&b, "\tchain wan_in {\n\t\ttype filter hook input priority %s; policy accept;\n\t\tiifname { \"%s\", \"%s\" } ct state new drop\n\t}\n}\n",
+		filterPriority, routerServerDev, tunDownDev)
 	return b.String()
 }
 
-// addRouterRules installs the router's NAT and firewall.
-func (l *Lab) addRouterRules() error {
-	script := routerRuleset(l.cfg)
-	if script == "" {
-		return nil
+// firewallRuleset returns the nft script of the firewall in front of the
+// server for c, or "". It sits on the server namespace's input hook, as a
+// host firewall or a cloud security group does, not in the router: there
+// it would share conntrack with the NAT, and the server's Null Request,
+// which finds no NAT mapping (it comes from the test port, the mapping is
+// the control port's), would take the NAT's external port for itself, so
+// the Test Activation would leave from another and be refused: a clash no
+// two separate devices have.
+func firewallRuleset(c Config) string {
+	if c.FirewallPort == 0 {
+		return ""
 	}
-	_, err := run([]byte(script), l.tools.ip, "netns", "exec", l.RouterNS, l.tools.nft, "-f", "-")
-	return err
+	return fmt.Sprintf(`table inet %[1]s
+delete table inet %[1]s
+table inet %[1]s {
+	counter %[2]s { }
+	chain guard {
+		type filter hook input priority %[3]s; policy accept;
+		iifname "%[4]s" ct state established,related accept
+		iifname "%[4]s" ct state new udp dport %[5]d accept
+		iifname "%[4]s" counter name %[2]s drop
+	}
+}
+`, firewallTable, refusedCounter, filterPriority, serverDev, c.FirewallPort)
+}
+
+// addRouterRules installs the router's NAT and the server's firewall.
+func (l *Lab) addRouterRules() error {
+	for _, r := range []struct{ ns, script string }{
+		{l.RouterNS, routerRuleset(l.cfg)},
+		{l.ServerNS, firewallRuleset(l.cfg)},
+	} {
+		if r.script == "" {
+			continue
+		}
+		if _, err := run([]byte(r.script), l.tools.ip, "netns", "exec", r.ns, l.tools.nft, "-f", "-"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FirewallRefused returns how many packets the firewall in front of the
@@ -77,7 +110,7 @@ func (l *Lab) FirewallRefused() (int64, error) {
 	if l.Config().FirewallPort == 0 {
 		return 0, nil
 	}
-	p, _, err := l.nftCounter(l.RouterNS, routerTable, refusedCounter)
+	p, _, err := l.nftCounter(l.ServerNS, firewallTable, refusedCounter)
 	return p, err
 }
 

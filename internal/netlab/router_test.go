@@ -3,13 +3,11 @@
 package netlab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,49 +134,66 @@ func TestNAT(t *testing.T) {
 // TestFirewall: the stateful firewall in front of the server admits new
 // flows only to its port; a flow the server opened (as the Null Request
 // opens the Test Connection's) is then admitted both ways; what it drops
-// is counted.
+// is counted. Behind masquerade the server's datagram finds no NAT mapping
+// and never reaches the client, but it opens the firewall all the same
+// for the client's external port, which masquerade keeps.
 func TestFirewall(t *testing.T) {
-	withAndWithoutRelay(t, Config{FirewallPort: 4000}, func(t *testing.T, l *Lab) {
-		for _, p := range families(l) {
-			t.Run(famName(p[0]), func(t *testing.T) {
-				before, err := l.FirewallRefused()
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctl, err := l.ListenUDP(l.ServerNS, netip.AddrPortFrom(p[1], 4000))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ctl.Close()
-				test := listen(t, l, l.ServerNS, p[1])
-				cli := listen(t, l, l.ClientNS, p[0])
-				send(t, cli, "to the test port", addrPort(test))
-				if msg, _, ok := recvFrom(t, test, 300*time.Millisecond); ok {
-					t.Fatalf("the firewall let %q through to a port it does not admit", msg)
-				}
-				send(t, cli, "setup", addrPort(ctl))
-				if msg, _, ok := recvFrom(t, ctl, 5*time.Second); !ok || msg != "setup" {
-					t.Fatalf("control port: got %q, %v", msg, ok)
-				}
-				// The server opens the test port's flow towards the client.
-				send(t, test, "null", addrPort(cli))
-				if msg, from, ok := recvFrom(t, cli, 5*time.Second); !ok || msg != "null" || from != addrPort(test) {
-					t.Fatalf("server-opened flow: got %q from %v, %v", msg, from, ok)
-				}
-				send(t, cli, "activation", addrPort(test))
-				if msg, _, ok := recvFrom(t, test, 5*time.Second); !ok || msg != "activation" {
-					t.Fatalf("after the server's datagram the firewall still refused the client's (%q, %v)", msg, ok)
-				}
-				after, err := l.FirewallRefused()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if after-before != 1 {
-					t.Errorf("the firewall counted %d refusals, want 1", after-before)
+	for _, nat := range []NAT{NoNAT, Masquerade} {
+		t.Run("nat="+strings.ReplaceAll(nat.String(), " ", "-"), func(t *testing.T) {
+			withAndWithoutRelay(t, Config{FirewallPort: 4000, NAT: nat}, func(t *testing.T, l *Lab) {
+				for _, p := range families(l) {
+					t.Run(famName(p[0]), func(t *testing.T) { firewallCase(t, l, p, nat) })
 				}
 			})
-		}
-	})
+		})
+	}
+}
+
+func firewallCase(t *testing.T, l *Lab, p [2]netip.Addr, nat NAT) {
+	before, err := l.FirewallRefused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := l.ListenUDP(l.ServerNS, netip.AddrPortFrom(p[1], 4000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	test := listen(t, l, l.ServerNS, p[1])
+	// Another client socket, whose flow through the NAT would otherwise
+	// give the server's datagram below a mapping.
+	other := listen(t, l, l.ClientNS, p[0])
+	send(t, other, "to the test port", addrPort(test))
+	if msg, _, ok := recvFrom(t, test, 300*time.Millisecond); ok {
+		t.Fatalf("the firewall let %q through to a port it does not admit", msg)
+	}
+	cli := listen(t, l, l.ClientNS, p[0])
+	send(t, cli, "setup", addrPort(ctl))
+	msg, seenFrom, ok := recvFrom(t, ctl, 5*time.Second)
+	if !ok || msg != "setup" {
+		t.Fatalf("control port: got %q, %v", msg, ok)
+	}
+	// The server opens the test port's flow towards the client, as it
+	// saw it.
+	send(t, test, "null", seenFrom)
+	msg, from, ok := recvFrom(t, cli, time.Second)
+	switch {
+	case nat == NoNAT && (!ok || msg != "null" || from != addrPort(test)):
+		t.Fatalf("server-opened flow: got %q from %v, %v", msg, from, ok)
+	case nat != NoNAT && ok:
+		t.Fatalf("the NAT let the server's %q through without a mapping", msg)
+	}
+	send(t, cli, "activation", addrPort(test))
+	if msg, _, ok := recvFrom(t, test, 5*time.Second); !ok || msg != "activation" {
+		t.Fatalf("after the server's datagram the firewall still refused the client's (%q, %v)", msg, ok)
+	}
+	after, err := l.FirewallRefused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 1 {
+		t.Errorf("the firewall counted %d refusals, want 1", after-before)
+	}
 }
 
 // pmtuSocket is a UDP socket in ns connected to dst that sets DF and never
@@ -224,40 +239,19 @@ func pathMTU(t *testing.T, fd int, v6 bool) int {
 	return mtu
 }
 
-// snmp reads counter key ("Icmp:OutDestUnreachs", "Icmp6OutPktTooBigs") of
-// namespace ns from /proc/net/snmp and /proc/net/snmp6.
+// snmp reads counter key ("Icmp:OutDestUnreachs", "Icmp6OutPktTooBigs")
+// of namespace ns.
 func snmp(t *testing.T, l *Lab, ns, key string) int64 {
 	t.Helper()
-	out, err := l.Command(ns, "cat", "/proc/net/snmp", "/proc/net/snmp6").Output()
+	m, err := l.Counters(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) == 2 && !strings.HasSuffix(f[0], ":"): // snmp6: name value
-			if f[0] == key {
-				v, _ := strconv.ParseInt(f[1], 10, 64)
-				return v
-			}
-		case len(f) > 1 && strings.HasSuffix(f[0], ":"):
-			if names == nil || names[0] != f[0] {
-				names = f
-				continue
-			}
-			for i := 1; i < len(f) && i < len(names); i++ {
-				if strings.TrimSuffix(names[0], ":")+":"+names[i] == key {
-					v, _ := strconv.ParseInt(f[i], 10, 64)
-					return v
-				}
-			}
-			names = nil
-		}
+	v, ok := m[key]
+	if !ok {
+		t.Fatalf("no %s in %s's counters", key, ns)
 	}
-	t.Fatalf("no %s in %s's counters", key, ns)
-	return 0
+	return v
 }
 
 // TestNarrowLink: a datagram of the full MTU with DF set meets the narrow
@@ -325,5 +319,21 @@ func TestNarrowLink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForgeUDP: a datagram forged in the router with the server's
+// address and port reaches the client as if the server had sent it.
+func TestForgeUDP(t *testing.T) {
+	l := New(t, Config{Relay: true})
+	for _, p := range families(l) {
+		cli := listen(t, l, l.ClientNS, p[0])
+		src := netip.AddrPortFrom(p[1], 4242)
+		if err := l.ForgeUDP(l.RouterNS, src, addrPort(cli), []byte("forged")); err != nil {
+			t.Fatal(err)
+		}
+		if msg, from, ok := recvFrom(t, cli, 5*time.Second); !ok || msg != "forged" || from != src {
+			t.Errorf("%v: got %q from %v (%v), want \"forged\" from %v", famName(p[0]), msg, from, ok, src)
+		}
 	}
 }

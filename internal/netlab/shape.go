@@ -58,11 +58,7 @@ func (l *Lab) Shape(dir Direction, s Shape) error {
 	if err := l.applyShape(dir, s); err != nil {
 		return err
 	}
-	if dir == Down {
-		l.cfg.Down = s
-	} else {
-		l.cfg.Up = s
-	}
+	*l.cfg.dirShape(dir) = s
 	return nil
 }
 
@@ -80,10 +76,7 @@ func (l *Lab) SetRate(dir Direction, rateBps int64) error {
 	if err != nil {
 		return err
 	}
-	s := l.cfg.Down
-	if dir == Up {
-		s = l.cfg.Up
-	}
+	s := *l.cfg.dirShape(dir)
 	if s.RateBps == 0 || !l.tbfOn[dir] {
 		return fmt.Errorf("netlab: SetRate: %v is not shaped", dir)
 	}
@@ -100,11 +93,7 @@ func (l *Lab) SetRate(dir Direction, rateBps int64) error {
 	if _, err := run(nil, l.tools.tc, append([]string{"-n", txNS, "qdisc", "change", "dev", txDev, "root"}, tbfArgs(s)...)...); err != nil {
 		return err
 	}
-	if dir == Down {
-		l.cfg.Down = s
-	} else {
-		l.cfg.Up = s
-	}
+	*l.cfg.dirShape(dir) = s
 	return nil
 }
 
@@ -222,10 +211,7 @@ func (l *Lab) LossDropped(dir Direction) (packets, bytes int64, err error) {
 		return 0, 0, err
 	}
 	l.mu.Lock()
-	s := l.cfg.Down
-	if dir == Up {
-		s = l.cfg.Up
-	}
+	s := *l.cfg.dirShape(dir)
 	l.mu.Unlock()
 	if s.LossPct == 0 {
 		return 0, 0, nil
