@@ -885,8 +885,8 @@ func runImpairLabCase(t *testing.T, c impairLabCase, impl labImpl) impairOutcome
 		t.Fatal(err)
 	}
 	if !rs.Kept() || !back.Kept() {
-		o.void = fmt.Sprintf("the relay did not keep up (%d own drops, %d of %d packets 1 ms late or more)",
-			rs.OwnDrops()+back.OwnDrops(), rs.Late1ms+back.Late1ms, rs.Read+back.Read)
+		o.void = fmt.Sprintf("the relay did not keep up (%d own drops, %d of %d packets %v late or more)",
+			rs.OwnDrops()+back.OwnDrops(), rs.LateSlips+back.LateSlips, rs.Read+back.Read, netlab.RelaySlip)
 	}
 	var subs []string
 	for _, s := range r.Output.IncrementalResult {

@@ -55,21 +55,39 @@ func (r BaselineRow) Clean() bool {
 		r.SentBps() >= 0.98*float64(r.RateBps)
 }
 
+// verdict says whether the row was carried, or what fell short.
+func (r BaselineRow) verdict() string {
+	var why []string
+	if r.Sent == 0 {
+		why = append(why, "nothing sent")
+	}
+	if !r.Relay.Kept() {
+		why = append(why, "relay did not keep up")
+	}
+	if r.Got != r.Sent-r.Relay.OwnDrops() || r.Links > 0 {
+		why = append(why, "lost outside the relay")
+	}
+	if r.SentBps() < 0.98*float64(r.RateBps) {
+		why = append(why, "sender short of the rate")
+	}
+	if len(why) == 0 && r.Clean() {
+		return "carried"
+	}
+	return "not shown: " + strings.Join(why, ", ")
+}
+
 // String is the row of a Markdown table (see BaselineTable).
 func (r BaselineRow) String() string {
-	verdict := "carried"
-	if !r.Clean() {
-		verdict = "LIMIT"
-	}
+	verdict := r.verdict()
 	return fmt.Sprintf("| %d | %v | %.1f | %d | %d | %.3f | %d | %d | %v | %v | %d | %s |",
 		r.RateBps/1e6, 2*r.Delay, r.SentBps()/1e6, r.Sent, r.Got, 100*float64(r.Sent-r.Got)/float64(max(r.Sent, 1)),
-		r.Relay.OwnDrops(), r.Relay.MaxQueued, r.Relay.LateMean.Round(time.Microsecond), r.Relay.LateMax.Round(time.Microsecond), r.Relay.Late1ms, verdict)
+		r.Relay.OwnDrops(), r.Relay.MaxQueued, r.Relay.LateMean.Round(time.Microsecond), r.Relay.LateMax.Round(time.Microsecond), r.Relay.LateSlips, verdict)
 }
 
 // BaselineTable formats rows as a Markdown table.
 func BaselineTable(rows []BaselineRow) string {
 	var b strings.Builder
-	b.WriteString("| offered Mbit/s (L2) | RTT | sent Mbit/s | sent | arrived | lost % | relay's own drops | max queued | late mean | late max | ≥ 1 ms late | |\n")
+	fmt.Fprintf(&b, "| offered Mbit/s (L2) | RTT | sent Mbit/s | sent | arrived | lost %% | relay's own drops | max queued | late mean | late max | ≥ %v late | |\n", RelaySlip)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r.String() + "\n")

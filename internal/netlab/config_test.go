@@ -160,3 +160,26 @@ func TestRouterRulesets(t *testing.T) {
 		}
 	}
 }
+
+func TestBaselineVerdict(t *testing.T) {
+	ok := BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900}}
+	for _, c := range []struct {
+		r    BaselineRow
+		want string
+	}{
+		{ok, "carried"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 5000, Got: 5000, Relay: RelayStats{Read: 5000}}, "sender short"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9800, Relay: RelayStats{Read: 9900, TunDropped: 100}}, "relay did not keep up"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900, LateSlips: 100}}, "relay did not keep up"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9890, Relay: RelayStats{Read: 9900}}, "lost outside the relay"},
+	} {
+		if got := c.r.verdict(); !strings.Contains(got, c.want) || (c.want == "carried") != c.r.Clean() {
+			t.Errorf("%+v: verdict %q (clean %v), want %q", c.r, got, c.r.Clean(), c.want)
+		}
+	}
+	rows := []BaselineRow{ok, {RateBps: 200e6, Sent: 1}, ok}
+	rows[2].RateBps = 50e6
+	if got := HighestCarried(rows); got != 100e6 {
+		t.Errorf("HighestCarried = %d, want 100e6", got)
+	}
+}

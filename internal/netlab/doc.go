@@ -144,7 +144,12 @@
 // Impair (or Shape) changes it while the lab runs. RelayStats counts what
 // the impairment did on purpose (Lost, Duplicated, Reordered) apart from
 // what the relay dropped on its own (OwnDrops: its delay line full, the
-// TUN queue full, errors); a run with OwnDrops > 0 measured the relay.
+// TUN queue full, errors) and how late it let packets go (LateSlips: 5 ms
+// or more after their time); a run in which the relay did not keep up
+// (RelayStats.Kept: no own drops, at most 1 % slips) measured the relay.
+// While a relay runs, the process has 4 more Ps (GOMAXPROCS): a relay
+// thread waking from ppoll needs one at once, or it queues behind
+// normal-priority threads and its real-time priority is lost.
 //
 // The relay's own baseline (RelayBaseline, and TestRelayBaseline in
 // `make lab`) measures what a raw sender in 1 ms Bursts gets through it

@@ -42,7 +42,7 @@ type relayCounters struct {
 	lost, duplicated, reordered                atomic.Int64
 	queueFull, readErrors, writeErrors, oversz atomic.Int64
 	queued, maxQueued, ignored                 atomic.Int64
-	lateMax, lateSum, lateN, late1ms           atomic.Int64 // release lateness, ns
+	lateMax, lateSum, lateN, lateSlips         atomic.Int64 // release lateness, ns
 	realTime                                   atomic.Bool  // the thread runs SCHED_FIFO
 }
 
@@ -249,8 +249,8 @@ func (r *relayDir) releaseDue(now int64) int {
 		if late > r.c.lateMax.Load() {
 			r.c.lateMax.Store(late)
 		}
-		if late >= int64(time.Millisecond) {
-			r.c.late1ms.Add(1)
+		if late >= int64(RelaySlip) {
+			r.c.lateSlips.Add(1)
 		}
 		for range e.copies {
 			// A TUN write does not block (its socket's send buffer is
@@ -302,9 +302,9 @@ func (r *relayDir) stats() RelayStats {
 		QueueFull: c.queueFull.Load(), ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(),
 		Oversize: c.oversz.Load(), Ignored: c.ignored.Load(),
 		Queued: c.queued.Load(), MaxQueued: c.maxQueued.Load(),
-		LateMax:  time.Duration(c.lateMax.Load()),
-		RealTime: c.realTime.Load(),
-		Late1ms:  c.late1ms.Load(),
+		LateMax:   time.Duration(c.lateMax.Load()),
+		RealTime:  c.realTime.Load(),
+		LateSlips: c.lateSlips.Load(),
 	}
 	if n := c.lateN.Load(); n > 0 {
 		s.LateMean = time.Duration(c.lateSum.Load() / n)
