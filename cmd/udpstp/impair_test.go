@@ -936,20 +936,16 @@ func runImpairLabCase(t *testing.T, c impairLabCase, impl labImpl) impairOutcome
 	return o
 }
 
-// checkStep: before the step (Sub-Intervals 2-4, after the ramp) the test
-// runs near the higher rate; from 2 s after it (Sub-Interval 7 on, the
-// step falling about 5 s into the Sub-Intervals) it stays at or below the
-// lower rate, which tbf enforces at L2 (L3 reads lower still).
+// checkStep: from 2 s after the step (Sub-Interval 7 on, the step
+// falling about 5 s into the Sub-Intervals) the test stays at or below
+// the lower rate, which tbf enforces at L2 (L3 reads lower still). The
+// maximum, checked against the higher rate by the caller, can only come
+// from before the step.
 func checkStep(r labResult, problem func(string, ...any)) {
 	subs := r.Output.IncrementalResult
 	if len(subs) < 10 {
 		problem("%d Sub-Intervals", len(subs))
 		return
-	}
-	for i := 1; i < 4; i++ {
-		if subs[i].IPLayerCapacity < 150 {
-			problem("Sub-Interval %d at %.1f Mbit/s before the step from 200", i+1, subs[i].IPLayerCapacity)
-		}
 	}
 	for i := 6; i < len(subs); i++ {
 		if subs[i].IPLayerCapacity > stepTo/1e6*1.02 {
