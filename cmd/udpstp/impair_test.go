@@ -37,12 +37,12 @@ import (
 )
 
 // impairSlots bounds how many impairment-lab tests of the normal suite run
-// at once: each is a shaped or fixed-rate test of a few Mbit/s to 50
-// Mbit/s, so three share two CPUs without a test's outcome depending on
-// it (they check completion and status, not figures).
-var impairSlots = make(chan struct{}, 3)
+// at once: each is a shaped or fixed-rate test of 20 to 50 Mbit/s, so four
+// share two CPUs without a test's outcome depending on it (they check
+// completion and status, not figures).
+var impairSlots = make(chan struct{}, 4)
 
-// impairTest marks a normal-suite impairment test: parallel, three at a
+// impairTest marks a normal-suite impairment test: parallel, four at a
 // time, skipped with -short.
 func impairTest(t *testing.T) {
 	t.Helper()
@@ -315,11 +315,12 @@ type faultClient struct {
 	outFile        string
 }
 
-// startFaultClient starts our client in l's client namespace.
-func startFaultClient(t *testing.T, l *netlab.Lab, args ...string) *faultClient {
+// startFaultClient starts our client in l's client namespace for a test
+// of secs.
+func startFaultClient(t *testing.T, l *netlab.Lab, secs int, args ...string) *faultClient {
 	t.Helper()
 	c := &faultClient{done: make(chan struct{}), outFile: filepath.Join(t.TempDir(), "result.json")}
-	a := append([]string{"client", "-t", strconv.Itoa(faultSecs), "-p", strconv.Itoa(labPort), "--output", c.outFile}, args...)
+	a := append([]string{"client", "-t", strconv.Itoa(secs), "-p", strconv.Itoa(labPort), "--output", c.outFile}, args...)
 	c.cmd = l.Command(l.ClientNS, udpstpBin, append(a, l.ServerAddr.String())...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.started = time.Now()
@@ -381,8 +382,8 @@ func (c *faultClient) describe(r impairResult) string {
 // complete, the server having freed what the fault left.
 func servesNext(t *testing.T, l *netlab.Lab, what string) {
 	t.Helper()
-	c := startFaultClient(t, l, "-d", "-I", "20")
-	c.wait(t, faultSecs*time.Second+3*time.Second+watchdogSlack())
+	c := startFaultClient(t, l, 5, "-d", "-I", "20")
+	c.wait(t, 5*time.Second+3*time.Second+watchdogSlack())
 	if r := c.result(t); r.ErrorStatus != 0 {
 		t.Errorf("%s: %s", what, c.describe(r))
 	}
@@ -466,7 +467,7 @@ func serverStopCase(t *testing.T, how string) {
 	l := faultLab(t)
 	n := listenNotify(t)
 	srv := startFaultServer(t, l, n)
-	c := startFaultClient(t, l, "-d", "-I", "20")
+	c := startFaultClient(t, l, faultSecs, "-d", "-I", "20")
 	time.Sleep(faultAt)
 	sig := os.Signal(os.Interrupt)
 	if how != "SIGINT" {
@@ -497,9 +498,11 @@ func serverStopCase(t *testing.T, how string) {
 func forgedStopCase(t *testing.T) {
 	impairTest(t)
 	l := faultLab(t)
-	srv := startFaultServer(t, l, listenNotify(t))
-	c := startFaultClient(t, l, "-d", "-I", "20")
+	n := listenNotify(t)
+	srv := startFaultServer(t, l, n)
+	c := startFaultClient(t, l, faultSecs, "-d", "-I", "20")
 	time.Sleep(faultAt)
+	from := len(n.all())
 	cli, server, err := clientTestConnection(l)
 	if err != nil {
 		t.Fatal(err)
@@ -514,8 +517,11 @@ func forgedStopCase(t *testing.T) {
 	}
 	c.wait(t, 3*time.Second+watchdogSlack())
 	r := c.result(t)
-	t.Logf("forged a stop from %v to %v %v into the test; client: %s; server's reasons %q",
-		server, cli, forged.Sub(c.started).Round(10*time.Millisecond), c.describe(r), faultReasons(srv.p))
+	// The client's stop ends the server's side too, at once or by its
+	// watchdog.
+	idle := srv.waitIdle(t, from, 3*time.Second+2*time.Second+watchdogSlack())
+	t.Logf("forged a stop from %v to %v %v into the test; client: %s; server idle %v later, reasons %q",
+		server, cli, forged.Sub(c.started).Round(10*time.Millisecond), c.describe(r), idle.Round(10*time.Millisecond), faultReasons(srv.p))
 	checkEndedEarly(t, c, r, forged.Sub(c.started))
 }
 
@@ -546,7 +552,7 @@ func serverKillCase(t *testing.T) {
 	impairTest(t)
 	l := faultLab(t)
 	srv := startFaultServer(t, l, listenNotify(t))
-	c := startFaultClient(t, l, "-d", "-I", "20")
+	c := startFaultClient(t, l, faultSecs, "-d", "-I", "20")
 	time.Sleep(faultAt)
 	killed := time.Now()
 	srv.p.cmd.Process.Kill()
@@ -572,7 +578,7 @@ func clientKillCase(t *testing.T) {
 	l := faultLab(t)
 	n := listenNotify(t)
 	srv := startFaultServer(t, l, n)
-	c := startFaultClient(t, l, "-u", "-I", "20")
+	c := startFaultClient(t, l, faultSecs, "-u", "-I", "20")
 	time.Sleep(faultAt)
 	from := len(n.all())
 	killed := time.Now()
@@ -596,7 +602,7 @@ func cutCase(t *testing.T, d time.Duration) {
 	l := faultLab(t)
 	n := listenNotify(t)
 	srv := startFaultServer(t, l, n)
-	c := startFaultClient(t, l, "-d", "-I", "20")
+	c := startFaultClient(t, l, faultSecs, "-d", "-I", "20")
 	time.Sleep(faultAt - time.Second)
 	from := len(n.all())
 	if err := l.Cut(true); err != nil {
