@@ -214,7 +214,8 @@ func (l *Lab) impairLocked(dir Direction, m Impairment) error {
 }
 
 // RelayStats returns the relay's counters for dir, with the drops of its
-// TUN device's queue.
+// TUN device's queue; an error if the relay thread of dir has stopped
+// (then nothing crosses the relay).
 func (l *Lab) RelayStats(dir Direction) (RelayStats, error) {
 	if dir != Down && dir != Up {
 		return RelayStats{}, fmt.Errorf("netlab: unknown direction %d", int(dir))
@@ -225,7 +226,10 @@ func (l *Lab) RelayStats(dir Direction) (RelayStats, error) {
 	if r == nil {
 		return RelayStats{}, errors.New("netlab: no relay in this lab's path")
 	}
-	s := r.stats(dir)
+	s, err := r.stats(dir)
+	if err != nil {
+		return s, err
+	}
 	rx, tx, err := l.linkDropped(l.RouterNS, tunDev(dir))
 	if err != nil {
 		return s, err

@@ -30,10 +30,11 @@ type relayDir struct {
 	matchSeq uint64 // matching packets read so far
 	maxSeq   uint64 // highest matching arrival index written so far
 
-	c       relayCounters
-	started bool // run was started; only then does close wait for done
-	done    chan struct{}
-	err     error // why the thread ended early, read after done
+	c        relayCounters
+	started  bool        // run was started; only then does close wait for done
+	stopping atomic.Bool // close was called
+	done     chan struct{}
+	err      error // why the thread ended early, read after done
 }
 
 // relayCounters are the thread's counters; other goroutines read them.
@@ -115,7 +116,7 @@ func (r *relayDir) run() {
 	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0); err == nil {
 		r.c.realTime.Store(true)
 	}
-	for {
+	for !r.stopping.Load() { // the eventfd ends a wait; this, a busy loop
 		if m := r.next.Swap(nil); m != nil {
 			r.model.m = *m
 		}
@@ -282,6 +283,7 @@ func (r *relayDir) releaseDue(now int64) int {
 // until then).
 func (r *relayDir) close() error {
 	if r.started {
+		r.stopping.Store(true)
 		one := [8]byte{1}
 		_, _ = unix.Write(r.stopFd, one[:])
 		<-r.done
@@ -402,8 +404,18 @@ func (r *relay) close() error {
 // impair hands m to dir's thread.
 func (r *relay) impair(dir Direction, m Impairment) { r.dirs[dir].next.Store(&m) }
 
-// stats returns dir's counters.
-func (r *relay) stats(dir Direction) RelayStats { return r.dirs[dir].stats() }
+// stats returns dir's counters, and why its thread stopped if it did.
+func (r *relay) stats(dir Direction) (RelayStats, error) {
+	d := r.dirs[dir]
+	select {
+	case <-d.done:
+		if d.err != nil {
+			return d.stats(), fmt.Errorf("netlab: %v relay stopped: %w", dir, d.err)
+		}
+	default:
+	}
+	return d.stats(), nil
+}
 
 // probeTUN reports whether TUN devices can be made: /dev/net/tun opens.
 func probeTUN() error {

@@ -11,9 +11,9 @@ func newRelay(*Lab, int, int, [2]Impairment, uint64) (*relay, error) {
 	return nil, fmt.Errorf("%w: the relay needs Linux", ErrUnavailable)
 }
 
-func (*relay) start()                       {}
-func (*relay) close() error                 { return nil }
-func (*relay) impair(Direction, Impairment) {}
-func (*relay) stats(Direction) RelayStats   { return RelayStats{} }
+func (*relay) start()                              {}
+func (*relay) close() error                        { return nil }
+func (*relay) impair(Direction, Impairment)        {}
+func (*relay) stats(Direction) (RelayStats, error) { return RelayStats{}, nil }
 
 func probeTUN() error { return fmt.Errorf("%w: the relay needs Linux", ErrUnavailable) }
