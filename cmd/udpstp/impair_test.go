@@ -36,25 +36,18 @@ import (
 	"github.com/udpstp/udpstp/internal/netlab"
 )
 
-// impairSlots bounds how many impairment-lab tests of the normal suite run
-// at once: each is a shaped or fixed-rate test of 20 to 50 Mbit/s, so four
-// share two CPUs without a test's outcome depending on it (they check
-// completion and status, not figures).
-var impairSlots = make(chan struct{}, 4)
-
-// impairTest marks a normal-suite impairment test: parallel, four at a
-// time, skipped with -short.
+// impairTest marks a normal-suite impairment test: an end-to-end test
+// (e2e: parallel, one of the package's slots, skipped with -short) that
+// needs the relay, NAT and nftables. The cases are light (20 to
+// 50 Mbit/s), but they share the slots with the loopback tests, whose
+// gigabit runs a third or fourth concurrent test would starve on two
+// cores.
 func impairTest(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("impairment lab: real tests of 5-8 s in network namespaces (skipped with -short)")
-	}
 	if err := netlab.AvailableFor(netlab.Config{Relay: true, NAT: netlab.Masquerade}); err != nil {
 		t.Skip(err)
 	}
-	t.Parallel()
-	impairSlots <- struct{}{}
-	t.Cleanup(func() { <-impairSlots })
+	e2e(t)
 }
 
 // rtt20 is the relay's delay for a path of 20 ms round trip, the shortest
@@ -371,11 +364,16 @@ func (c *faultClient) result(t *testing.T) impairResult {
 	return r
 }
 
-// describe is the client's outcome for the log.
+// describe is the client's outcome for the log, with its standard error
+// (warnings, socket errors) when it did not end with status 0.
 func (c *faultClient) describe(r impairResult) string {
-	return fmt.Sprintf("exit %d after %v: ErrorStatus %d %q, %s, %d Sub-Intervals, TestInterval %v, max L3 %.2f Mbit/s",
+	d := fmt.Sprintf("exit %d after %v: ErrorStatus %d %q, %s, %d Sub-Intervals, TestInterval %v, max L3 %.2f Mbit/s",
 		c.cmd.ProcessState.ExitCode(), c.ended.Sub(c.started).Round(10*time.Millisecond), r.ErrorStatus, r.messages(),
 		r.Output.Status, len(r.Output.IncrementalResult), r.Output.TestInterval, r.Output.AtMax.MaxIPLayerCapacity)
+	if e := strings.TrimSpace(c.stderr.String()); r.ErrorStatus != 0 && e != "" {
+		d += fmt.Sprintf("; stderr: %.600s", e)
+	}
+	return d
 }
 
 // servesNext runs a whole test against l's server after a fault: it must
@@ -387,6 +385,21 @@ func servesNext(t *testing.T, l *netlab.Lab, what string) {
 	if r := c.result(t); r.ErrorStatus != 0 {
 		t.Errorf("%s: %s", what, c.describe(r))
 	}
+}
+
+// relayNote is what the relay did in both directions, for the log: a
+// fault case's outcome is the product's only if the relay kept up.
+func relayNote(l *netlab.Lab) string {
+	var n []string
+	for _, d := range []netlab.Direction{netlab.Down, netlab.Up} {
+		s, err := l.RelayStats(d)
+		if err != nil {
+			n = append(n, err.Error())
+			continue
+		}
+		n = append(n, fmt.Sprintf("%v %d packets, %d own drops, late %v at most", d, s.Read, s.OwnDrops(), s.LateMax.Round(time.Microsecond)))
+	}
+	return "relay: " + strings.Join(n, "; ")
 }
 
 // faultLab is the lab of the fault cases: 20 ms of round trip through the
@@ -467,7 +480,7 @@ func serverStopCase(t *testing.T, how string) {
 	l := faultLab(t)
 	n := listenNotify(t)
 	srv := startFaultServer(t, l, n)
-	c := startFaultClient(t, l, faultSecs, "-d", "-I", "20")
+	c := startFaultClient(t, l, faultSecs, "-e", "-d", "-I", "20")
 	time.Sleep(faultAt)
 	sig := os.Signal(os.Interrupt)
 	if how != "SIGINT" {
@@ -482,7 +495,7 @@ func serverStopCase(t *testing.T, how string) {
 		servesNext(t, l, "the restarted server's test")
 	}
 	r := c.result(t)
-	t.Logf("%s %v into the test; client: %s; server's reasons %q", how, stopped.Sub(c.started).Round(10*time.Millisecond), c.describe(r), faultReasons(srv.p))
+	t.Logf("%s %v into the test; client: %s; server's reasons %q; %s", how, stopped.Sub(c.started).Round(10*time.Millisecond), c.describe(r), faultReasons(srv.p), relayNote(l))
 	checkEndedEarly(t, c, r, stopped.Sub(c.started))
 	for _, reason := range faultReasons(srv.p) {
 		if reason == dataphase.EndStopped.String() {
@@ -520,8 +533,8 @@ func forgedStopCase(t *testing.T) {
 	// The client's stop ends the server's side too, at once or by its
 	// watchdog.
 	idle := srv.waitIdle(t, from, 3*time.Second+2*time.Second+watchdogSlack())
-	t.Logf("forged a stop from %v to %v %v into the test; client: %s; server idle %v later, reasons %q",
-		server, cli, forged.Sub(c.started).Round(10*time.Millisecond), c.describe(r), idle.Round(10*time.Millisecond), faultReasons(srv.p))
+	t.Logf("forged a stop from %v to %v %v into the test; client: %s; server idle %v later, reasons %q; %s",
+		server, cli, forged.Sub(c.started).Round(10*time.Millisecond), c.describe(r), idle.Round(10*time.Millisecond), faultReasons(srv.p), relayNote(l))
 	checkEndedEarly(t, c, r, forged.Sub(c.started))
 }
 
@@ -559,7 +572,7 @@ func serverKillCase(t *testing.T) {
 	c.wait(t, 3*time.Second+watchdogSlack())
 	r := c.result(t)
 	took := c.ended.Sub(killed)
-	t.Logf("server killed %v into the test; client ended %v later: %s", killed.Sub(c.started).Round(10*time.Millisecond), took.Round(10*time.Millisecond), c.describe(r))
+	t.Logf("server killed %v into the test; client ended %v later: %s; %s", killed.Sub(c.started).Round(10*time.Millisecond), took.Round(10*time.Millisecond), c.describe(r), relayNote(l))
 	if took > 3*time.Second+watchdogSlack() {
 		t.Errorf("the client ended %v after its server died, want about 3 s", took)
 	}
@@ -617,8 +630,8 @@ func cutCase(t *testing.T, d time.Duration) {
 	c.wait(t, faultSecs*time.Second+3*time.Second+watchdogSlack())
 	r := c.result(t)
 	took := c.ended.Sub(cut)
-	t.Logf("path cut %v into the test for %v (%d packets dropped); client ended %v after the cut began: %s; server's reasons %q",
-		cut.Sub(c.started).Round(10*time.Millisecond), d, dropped, took.Round(10*time.Millisecond), c.describe(r), faultReasons(srv.p))
+	t.Logf("path cut %v into the test for %v (%d packets dropped); client ended %v after the cut began: %s; server's reasons %q; %s",
+		cut.Sub(c.started).Round(10*time.Millisecond), d, dropped, took.Round(10*time.Millisecond), c.describe(r), faultReasons(srv.p), relayNote(l))
 	subs := r.Output.IncrementalResult
 	if d < 3*time.Second {
 		if r.ErrorStatus < 0 || r.ErrorStatus >= 50 || len(subs) != faultSecs {
@@ -767,14 +780,6 @@ func TestImpairLab(t *testing.T) {
 		t.Skip(err)
 	}
 	takeAllSlots(t)
-	for range cap(impairSlots) {
-		impairSlots <- struct{}{}
-	}
-	t.Cleanup(func() {
-		for range cap(impairSlots) {
-			<-impairSlots
-		}
-	})
 	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
 	if b := optionalUdpstBin(t); b != "" {
 		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
