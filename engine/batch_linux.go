@@ -54,13 +54,13 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 	mtuReplanned := false
 	defer func() {
 		if calls > 0 {
-			s.stats.sendCalls.Add(uint64(calls))
+			s.stats[CountSendCalls].Add(uint64(calls))
 		}
 		if gsoMsgs > 0 {
-			s.stats.gsoMsgs.Add(uint64(gsoMsgs))
+			s.stats[CountGSOMessages].Add(uint64(gsoMsgs))
 		}
 		if next > 0 {
-			s.stats.sentDgrams.Add(uint64(next))
+			s.stats[CountSentDatagrams].Add(uint64(next))
 		}
 	}()
 replan:
@@ -95,8 +95,8 @@ replan:
 				continue
 			case isBackpressure(e):
 				x.lastBackpressure = e
-				s.stats.backpressure.Add(1)
-				s.stats.refused.Add(uint64(n - next))
+				s.stats[CountBackpressure].Add(1)
+				s.stats[CountRefusedDatagrams].Add(uint64(n - next))
 				return next, nil
 			case e == unix.ECONNREFUSED:
 				// An ICMP port unreachable for an earlier datagram set the
@@ -106,7 +106,7 @@ replan:
 				// refusal in a row means new ICMP errors keep coming; the
 				// message is then counted as sent (to a peer that is gone),
 				// so a dead peer cannot hold the executor here.
-				s.stats.connRefused.Add(1)
+				s.stats[CountConnRefused].Add(1)
 				if retried != next {
 					retried = next
 					continue
@@ -114,7 +114,7 @@ replan:
 				m++
 				next = x.runBase + r.start + r.count
 			case r.segSize > 0 && isGSORefusal(e):
-				s.stats.gsoRefusals.Add(1)
+				s.stats[CountGSORefusals].Add(1)
 				if (e == unix.EMSGSIZE || e == unix.EINVAL) && !mtuReplanned {
 					// The path MTU may have fallen below the segment size
 					// (an ICMP fragmentation needed / packet too big since
@@ -297,7 +297,7 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 		case unix.ECONNREFUSED:
 			// A pending ICMP port unreachable, reported and cleared by
 			// this read; what is queued behind it is still to be read.
-			s.stats.connRefused.Add(1)
+			s.stats[CountConnRefused].Add(1)
 			if !refused {
 				refused = true
 				continue
@@ -321,8 +321,8 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 		m.Hdr.Flags = 0
 	}
 	b.N = got
-	s.stats.recvCalls.Add(1)
-	s.stats.recvDgrams.Add(uint64(got))
+	s.stats[CountRecvCalls].Add(1)
+	s.stats[CountRecvDatagrams].Add(uint64(got))
 	return nil
 }
 

@@ -178,7 +178,7 @@ func TestGSORefusalFallsBack(t *testing.T) {
 		}
 	}
 	st := a.Stats()
-	if a.GSOEnabled() || st.GSO || st.GSORefusals != 1 {
+	if a.GSOEnabled() || st.GSO || st.Counts[CountGSORefusals] != 1 {
 		t.Fatalf("after a refusal: GSOEnabled %v, stats %+v", a.GSOEnabled(), st)
 	}
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "GSO turned off") {
@@ -232,7 +232,7 @@ func TestConnRefusedRetry(t *testing.T) {
 	if got := recvAll(t, l, &rb, 3, func(*dataphase.RecvBatch) {}); got != 3 {
 		t.Fatalf("received %d of 3", got)
 	}
-	if st := a.Stats(); st.ConnRefused != 1 {
+	if st := a.Stats(); st.Counts[CountConnRefused] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -259,7 +259,7 @@ func TestPollErrCleared(t *testing.T) {
 	if el := clock.Mono().Sub(start); el < 19*time.Millisecond {
 		t.Fatalf("wait returned after %v", el)
 	}
-	if st := a.Stats(); st.SocketErrors != 1 || st.ConnRefused != 1 {
+	if st := a.Stats(); st.Counts[CountSocketErrors] != 1 || st.Counts[CountConnRefused] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -386,10 +386,10 @@ func TestSendErrnos(t *testing.T) {
 			if a.GSOEnabled() != tc.wantGSO || (hooks == 1) == tc.wantGSO {
 				t.Fatalf("GSO %v, hook called %d times", a.GSOEnabled(), hooks)
 			}
-			if st.RefusedDatagrams != tc.wantRefused || st.ConnRefused != tc.wantCR || st.SentDatagrams != uint64(sent) {
+			if st.Counts[CountRefusedDatagrams] != tc.wantRefused || st.Counts[CountConnRefused] != tc.wantCR || st.Counts[CountSentDatagrams] != uint64(sent) {
 				t.Fatalf("stats %+v", st)
 			}
-			if tc.wantBP != (st.BackpressureEvents == 1) {
+			if tc.wantBP != (st.Counts[CountBackpressure] == 1) {
 				t.Fatalf("stats %+v", st)
 			}
 			if len(f.calls) != tc.wantCalls {

@@ -11,11 +11,12 @@ import (
 
 // SocketOptions configure OpenUDP.
 type SocketOptions struct {
-	// Family is 4 (AF_INET), 6 (AF_INET6, IPv6 only) or 0: AF_INET for a
-	// plain IPv4 local address, otherwise AF_INET6 with IPV6_V6ONLY=V6Only,
-	// which for an unspecified address is the dual-stack [::].
-	Family int
-	// V6Only sets IPV6_V6ONLY on a Family 0 AF_INET6 socket.
+	// Family is FamilyV4 (AF_INET), FamilyV6 (AF_INET6, IPv6 only) or
+	// FamilyAny: AF_INET for a plain IPv4 local address, otherwise AF_INET6
+	// with IPV6_V6ONLY=V6Only, which for an unspecified address is the
+	// dual-stack [::].
+	Family dataphase.Family
+	// V6Only sets IPV6_V6ONLY on a FamilyAny AF_INET6 socket.
 	V6Only bool
 	// SockBuf is requested for both SO_SNDBUF and SO_RCVBUF; 0 leaves the
 	// system defaults. Read the result with Granted: the kernel caps the
@@ -34,42 +35,6 @@ type SocketOptions struct {
 // Connect.
 var ErrNotConnected = errors.New("socket not connected")
 
-// SocketStats are a Socket's counters. The executor's thread writes them;
-// any goroutine may read them (Stats loads each one atomically, so a
-// snapshot is consistent per field, not across fields).
-type SocketStats struct {
-	SendCalls     uint64 // send system calls that accepted at least one datagram
-	SentDatagrams uint64 // datagrams accepted by the kernel (SendBatch)
-	GSOMessages   uint64 // UDP GSO messages accepted (each several datagrams)
-	RecvCalls     uint64 // receive system calls that returned datagrams
-	RecvDatagrams uint64 // datagrams read (RecvBatch)
-	// BackpressureEvents counts SendBatch calls cut short by EAGAIN,
-	// ENOBUFS or EPERM (a local firewall drop), and RefusedDatagrams the
-	// datagrams of those calls the kernel did not take: they are the core's
-	// to defer or withhold.
-	BackpressureEvents uint64
-	RefusedDatagrams   uint64
-	// ConnRefused counts ECONNREFUSED: an ICMP port unreachable for an
-	// earlier datagram, reported on a later send or receive of the
-	// connected socket.
-	ConnRefused uint64
-	// SocketErrors counts pending socket errors cleared after POLLERR.
-	SocketErrors uint64
-	// GSO tells whether UDP GSO is in use; GSORefusals counts GSO messages
-	// the kernel refused (the first one turns GSO off for good).
-	GSO         bool
-	GSORefusals uint64
-}
-
-type socketCounters struct {
-	sendCalls, sentDgrams     atomic.Uint64
-	gsoMsgs                   atomic.Uint64
-	recvCalls, recvDgrams     atomic.Uint64
-	backpressure, refused     atomic.Uint64
-	connRefused, socketErrors atomic.Uint64
-	gsoRefusals               atomic.Uint64
-}
-
 // Socket is one non-blocking UDP socket. The control-phase helpers (SendTo,
 // Send, RecvFrom) may be called from any goroutine; the Data Phase batch
 // calls (SendBatch, RecvBatch) belong to one goroutine at a time, the
@@ -87,13 +52,13 @@ type Socket struct {
 	granted [2]int         // SO_SNDBUF, SO_RCVBUF read back
 	gso     atomic.Bool
 	closed  atomic.Bool
-	stats   socketCounters
+	stats   [NumSocketCounters]atomic.Uint64
 
 	sys sysSocket // platform part
 }
 
 // OpenUDP opens a non-blocking UDP socket bound to laddr (see SocketOptions
-// for the family rules; an unset laddr with Family 0 binds [::] dual-stack,
+// for the family rules; an unset laddr with FamilyAny binds [::] dual-stack,
 // falling back to 0.0.0.0 where the system has no IPv6).
 func OpenUDP(laddr netip.AddrPort, o SocketOptions) (*Socket, error) {
 	p, err := planBind(laddr, o)
@@ -125,20 +90,11 @@ func (s *Socket) GSOEnabled() bool { return s.gso.Load() }
 
 // Stats returns a snapshot of the socket's counters.
 func (s *Socket) Stats() SocketStats {
-	c := &s.stats
-	return SocketStats{
-		SendCalls:          c.sendCalls.Load(),
-		SentDatagrams:      c.sentDgrams.Load(),
-		GSOMessages:        c.gsoMsgs.Load(),
-		RecvCalls:          c.recvCalls.Load(),
-		RecvDatagrams:      c.recvDgrams.Load(),
-		BackpressureEvents: c.backpressure.Load(),
-		RefusedDatagrams:   c.refused.Load(),
-		ConnRefused:        c.connRefused.Load(),
-		SocketErrors:       c.socketErrors.Load(),
-		GSO:                s.gso.Load(),
-		GSORefusals:        c.gsoRefusals.Load(),
+	st := SocketStats{GSO: s.gso.Load()}
+	for i := range s.stats {
+		st.Counts[i] = s.stats[i].Load()
 	}
+	return st
 }
 
 // Fd returns the socket's file descriptor (a SOCKET handle on Windows), or

@@ -103,7 +103,7 @@ func (n *engineNet) describe() string {
 
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := engine.OpenUDP(laddr, engine.SocketOptions{
-		Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
+		Family: o.Family, V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
 	})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -161,13 +161,14 @@ type statsDataPhase interface {
 // logSocketErrors logs an ended Data Phase's socket errors and overruns,
 // if it had any (-e).
 func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
-	st := dp.Stats().Socket
-	if st.BackpressureEvents+st.ConnRefused+st.SocketErrors+st.GSORefusals == 0 {
+	c := dp.Stats().Socket.Counts
+	if c[engine.CountBackpressure]+c[engine.CountConnRefused]+c[engine.CountSocketErrors]+c[engine.CountGSORefusals] == 0 {
 		return
 	}
 	n.log.Warn("socket errors", "local", s.LocalAddr(), "peer", s.Peer(),
-		"overruns", st.BackpressureEvents, "refused_datagrams", st.RefusedDatagrams,
-		"connection_refused", st.ConnRefused, "socket_errors", st.SocketErrors, "gso_refusals", st.GSORefusals)
+		"overruns", c[engine.CountBackpressure], "refused_datagrams", c[engine.CountRefusedDatagrams],
+		"connection_refused", c[engine.CountConnRefused], "socket_errors", c[engine.CountSocketErrors],
+		"gso_refusals", c[engine.CountGSORefusals])
 }
 
 func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {
@@ -199,8 +200,8 @@ func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent
 			n.log.Debug("data phase totals", "local", s.LocalAddr(), "peer", s.Peer(), "load_sender", core.LoadSender(),
 				"skipped_bursts", tot.SkippedBursts, "skipped_datagrams", tot.SkippedDgrams, "withheld_datagrams", tot.WithheldDgrams,
 				"planned_datagrams", tot.SenderPlanned, "delivered_datagrams", tot.SenderDelivered,
-				"sent", st.Socket.SentDatagrams, "received", st.Socket.RecvDatagrams,
-				"backpressure", st.Socket.BackpressureEvents, "turns", st.Turns)
+				"sent", st.Socket.Counts[engine.CountSentDatagrams], "received", st.Socket.Counts[engine.CountRecvDatagrams],
+				"backpressure", st.Socket.Counts[engine.CountBackpressure], "turns", st.Turns)
 		}
 		onEvent(ev)
 	})
