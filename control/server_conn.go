@@ -89,7 +89,10 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
-			if ev.End == dataphase.EndStopped && status.Load() > maxWarningStatus {
+			// The stop handshake, whoever began it, ends the test as a
+			// success for -1's exit status, as OB-UDPST's server does.
+			handshake := ev.End == dataphase.EndStopped || ev.End == dataphase.EndLocalStop || ev.End == dataphase.EndPeerStop
+			if handshake && status.Load() > maxWarningStatus {
 				status.Store(0)
 			}
 		case dataphase.EvWarning:

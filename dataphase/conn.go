@@ -29,8 +29,10 @@ type Conn struct {
 	start clock.Time
 
 	// Stop handshake (wire.md 1.7).
-	action      uint8 // the testAction our next PDU carries
-	stopping    bool  // server: the test time is over; client: a stop was seen or decided
+	action      uint8     // the testAction our next PDU carries
+	stopping    bool      // server: the test time is over; client: a stop was seen or decided
+	stopCause   EndReason // server: why it is stopping, its end once the client confirms
+	endedEarly  bool      // client: the server stopped before the test time (serverStopped)
 	stopAt      clock.Time
 	confirm     bool // client: send one PDU carrying action now, then end
 	closeReason EndReason
@@ -183,7 +185,7 @@ func (c *Conn) Stop() {
 	}
 	if c.p.Server {
 		if !c.stopping {
-			c.stopping = true
+			c.stopping, c.stopCause = true, EndLocalStop
 			c.stopAt = clock.Never
 		}
 		return
@@ -234,8 +236,9 @@ func (c *Conn) warn(code uint8, text string, always bool) {
 func (c *Conn) timers(now clock.Time) {
 	if now >= c.watchdogAt {
 		if c.stopping && c.p.Server {
-			// The test ran its time; only the confirmation was lost.
-			c.end(EndStopped)
+			// The server stopped (the test time was over, or a
+			// shutdown); only the confirmation was lost.
+			c.end(c.stopCause)
 		} else {
 			c.end(EndWatchdog)
 		}
@@ -243,7 +246,7 @@ func (c *Conn) timers(now clock.Time) {
 	}
 	if now >= c.stopAt && !c.stopping && c.action == ActionTest {
 		if c.p.Server {
-			c.stopping = true
+			c.stopping, c.stopCause = true, EndStopped
 		} else {
 			// The server never said stop: end on our own, telling it.
 			c.action = ActionStop1
@@ -535,8 +538,8 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	if c.p.Server {
 		if h.TestAction != ActionTest {
-			// The client's confirmation (or its own stop): done.
-			c.end(EndStopped)
+			// The client's confirmation, or its own stop: done.
+			c.end(c.peerStopped())
 			return
 		}
 		if !c.stopping {
@@ -547,6 +550,7 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 			return // stopping: further Load PDUs are ignored
 		}
 		if h.TestAction != ActionTest {
+			c.serverStopped(d.Time)
 			c.action = h.TestAction
 			c.confirm, c.closeReason = true, EndStopped
 			return
@@ -560,6 +564,40 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(e)+")", false)
 		}
 	}
+}
+
+// peerStopped is a server's end when the client's PDU carries a stop: its
+// confirmation of the server's own stop ends the test as the server meant
+// (the end time, or a shutdown); a stop before the server said one is the
+// client's (its interrupt or safety stop) or a forged one, which the log
+// and the counters must not call "end time reached".
+func (c *Conn) peerStopped() EndReason {
+	if c.stopping {
+		return c.stopCause
+	}
+	return EndPeerStop
+}
+
+// WarnEndedEarly is the client's warning code for a test the server
+// stopped before its time (ours: OB-UDPST's warnings take 1 to 8 of the
+// 1..49 range, and its client reports such a test as complete).
+const WarnEndedEarly = 9
+
+// serverStopped checks the time of the server's stop, seen at t. A server
+// stops testIntTime + 500 ms after it activated the test; a stop that
+// arrives before testIntTime has passed on our clock (delays on the path
+// only make it later) means the server cut the test short: a stop, a
+// signal, a restart, or a forged stop. The results so far stand, with a
+// warning that says so; it is not subject to the cap on warnings, as it
+// comes once and decides how the result must be read.
+func (c *Conn) serverStopped(t clock.Time) {
+	ran := time.Duration(t - c.start)
+	if ran >= c.p.TestIntTime || c.endedEarly {
+		return
+	}
+	c.endedEarly = true
+	c.events = append(c.events, Event{Kind: EvWarning, Code: WarnEndedEarly,
+		Text: fmt.Sprintf("WARNING: Test ended early by the server after %.1f of %d s", ran.Seconds(), int(c.p.TestIntTime/time.Second))})
 }
 
 // seen records a valid PDU's arrival and the peer's rxStopped flag.
@@ -592,6 +630,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 			return
 		}
 		if stop {
+			c.serverStopped(d.Time)
 			c.action = s.TestAction
 			c.confirm, c.closeReason = true, EndStopped
 		}
@@ -658,7 +697,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	c.snd.fragStatusArrived()
 	if c.p.Server {
 		if stop {
-			c.end(EndStopped)
+			c.end(c.peerStopped())
 			return
 		}
 		if !c.stopping {

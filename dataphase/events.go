@@ -26,9 +26,12 @@ type EndReason uint8
 const (
 	EndStopped   EndReason = iota + 1 // the stop handshake completed (success)
 	EndWatchdog                       // no valid PDU for 3 s
-	EndLocalStop                      // Stop was called (interrupt, shutdown)
+	EndLocalStop                      // Stop was called (interrupt, shutdown), the stop handshake done or given up
 	EndOverRate                       // the server stopped a Load Sender above 1.5x its rate
 	EndFailure                        // a socket failure the executor reported
+	// EndPeerStop: a server's peer sent a stop before the end time (the
+	// client's interrupt, its own safety stop, or a forged stop).
+	EndPeerStop
 
 	NumEndReasons // one more than the last EndReason: arrays by reason have this length
 )
@@ -46,6 +49,8 @@ func (r EndReason) Name() string {
 		return "over_rate"
 	case EndFailure:
 		return "failure"
+	case EndPeerStop:
+		return "peer_stop"
 	}
 	return "unknown"
 }
@@ -62,6 +67,8 @@ func (r EndReason) String() string {
 		return "load sender above 1.5x its assigned rate"
 	case EndFailure:
 		return "socket failure"
+	case EndPeerStop:
+		return "stopped by the peer before the end time"
 	}
 	return "unknown"
 }
