@@ -507,6 +507,10 @@ func (c *Conn) subInterval(r SubIntervalResult) {
 	c.subOut++
 	if c.loadSender {
 		c.snd.takeCounters(&r)
+		k := &c.counts
+		k[CountSkippedBursts] += uint64(r.SkippedBursts)
+		k[CountSkippedDatagrams] += uint64(r.SkippedDgrams)
+		k[CountWithheldDatagrams] += uint64(r.WithheldDgrams)
 	}
 	c.events = append(c.events, Event{Kind: EvSubInterval, SubInt: r})
 }

@@ -40,6 +40,13 @@ const (
 	// "Traffic has completely stopped", here and at the peer.
 	CountLocalTrafficStop
 	CountRemoteTrafficStop
+	// The Load Sender's own view, which no Status PDU carries: Bursts it
+	// skipped because they fell more than the catch-up budget behind, the
+	// datagrams they held, and datagrams the kernel refused that were
+	// never sent (counted once per Sub-Interval).
+	CountSkippedBursts
+	CountSkippedDatagrams
+	CountWithheldDatagrams
 	// Invalid Load and Status PDUs, by what failed.
 	CountLoadInvalidSize
 	CountLoadInvalidFormat
@@ -75,6 +82,9 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountRemoteStatusLoss:      {"remote_status_loss", "Status PDUs this end sent that the peer reported lost (a reordered one counts 65535)"},
 	CountLocalTrafficStop:      {"local_traffic_stop", "Times the incoming traffic stopped completely for a second"},
 	CountRemoteTrafficStop:     {"remote_traffic_stop", "Times the peer reported its incoming traffic stopped completely"},
+	CountSkippedBursts:         {"skipped_bursts", "Bursts this end skipped as Load Sender because they fell more than the catch-up budget behind"},
+	CountSkippedDatagrams:      {"skipped_datagrams", "Datagrams of the Bursts this end skipped as Load Sender"},
+	CountWithheldDatagrams:     {"withheld_datagrams", "Load datagrams the kernel refused that this end never sent"},
 	CountLoadInvalidSize:       {"load_invalid_size", "Load PDUs dropped for their length"},
 	CountLoadInvalidFormat:     {"load_invalid_format", "Load PDUs dropped for a field other than the length or checksum"},
 	CountLoadInvalidChecksum:   {"load_invalid_checksum", "Load PDUs dropped for their checksum"},
