@@ -134,7 +134,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	log.Info("test started", "direction", direction(core))
 	<-sc.dp.Done()
 	r := dataphase.EndReason(endReason.Load())
-	s.Counters.end(r)
+	s.Counters.end(core.LoadSender(), r)
 	log.Info("test ended", "reason", r.String())
 }
 
