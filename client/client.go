@@ -56,8 +56,9 @@ const DefaultEndGrace = 4 * time.Second
 // Run runs one test and returns its ErrorStatus, which the binary makes
 // its exit status. The report goes to Out (text or JSON, cfg.Format) and,
 // with cfg.OutputFile, a JSON document to that file, written atomically
-// whatever happens, also after an interrupt (ctx cancelled); a file that
-// cannot be written makes a successful run's status report.StatusInit.
+// whatever happens, also after an interrupt (ctx cancelled), and with
+// cfg.TextFile the same result for node_exporter; a file that cannot be
+// written makes a successful run's status report.StatusInit.
 func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -85,6 +86,9 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 				status = report.StatusInit
 			}
 		}
+	}
+	if cfg.TextFile != "" {
+		status = writeTextfile(cfg, r.col.Document(report.FormatJSON), status, o.Stderr)
 	}
 	r.emit(Event{Kind: EventEnd, Conn: -1, Status: status})
 	return status

@@ -116,6 +116,7 @@ type ClientConfig struct {
 	// Output.
 	Format     string // "" (text), "json", "jsonb", "jsonf"
 	OutputFile string // --output: JSON written atomically
+	TextFile   string // --textfile: the result for node_exporter (*.prom), written atomically
 	Verbose    bool
 	Debug      bool
 	ShowErrors bool
