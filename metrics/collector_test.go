@@ -255,3 +255,31 @@ func TestHandlerNegotiates(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectorConcurrentScrapes: scrapes may overlap (the handler serves
+// up to maxScrapes at once); under the race detector this finds unguarded
+// state in the Collector.
+func TestCollectorConcurrentScrapes(t *testing.T) {
+	reg, err := NewRegistry(Server(func() control.ServerSnapshot { return newFakeServer().snap }),
+		Pool(func() engine.PoolStats { return engine.PoolStats{Threads: 1} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, maxScrapes)
+	for range maxScrapes {
+		go func() {
+			var err error
+			for range 20 {
+				if _, err = reg.Gather(); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range maxScrapes {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
