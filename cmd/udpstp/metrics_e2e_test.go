@@ -88,8 +88,7 @@ func promtoolCheck(t *testing.T, promtool, what string, b []byte) string {
 // prometheus is a Prometheus server under test.
 type prometheus struct {
 	base string // http://127.0.0.1:port
-	cmd  *exec.Cmd
-	log  bytes.Buffer
+	proc *proc  // its log lines
 }
 
 // startPrometheus runs Debian's prometheus with a temporary configuration
@@ -110,26 +109,22 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	p := &prometheus{base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))}
-	p.cmd = exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+strings.TrimPrefix(p.base, "http://"), "--log.level=warn")
-	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
-	if err := p.cmd.Start(); err != nil {
+	p.proc = &proc{cmd: cmd}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			p.cmd.Process.Kill()
-			<-done
-		}
-	})
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.proc.watch(stderr)
+	p.proc.stopAtCleanup(t, "prometheus")
 	waitUntil(t, 60*time.Second, "prometheus ready", func() (bool, string) {
 		code, body, err := httpGet(p.base + "/-/ready")
-		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.log.String())
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
 	})
 	return p
 }
@@ -208,7 +203,7 @@ func TestPrometheusScrapesServer(t *testing.T) {
 		for _, q := range []string{`up{job="udpstp"}`, ended, down, up, refused} {
 			v, ok, d := prom.query(q)
 			if !ok || q == `up{job="udpstp"}` && v != 1 {
-				return false, q + ": " + d + "\n" + prom.log.String()
+				return false, q + ": " + d + "\n" + prom.proc.log()
 			}
 			base[q] = v
 			detail += d
