@@ -241,20 +241,21 @@ const bytesPerMbps = 1e6 / 8
 // not), and the Data Phases' counters. The bandwidth limit is listed only
 // with -B.
 func (n *ServerSnapshot) Each(f func(Metric)) {
-	gauge := func(name, help, dir string, v int) {
-		f(Metric{CounterInfo: dataphase.CounterInfo{Name: name, Help: help}, Gauge: true, Direction: dir, Value: uint64(max(v, 0))})
+	gauge := func(name, help, dir string, v uint64) {
+		f(Metric{CounterInfo: dataphase.CounterInfo{Name: name, Help: help}, Gauge: true, Direction: dir, Value: v})
 	}
-	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirDown], n.RunningDown)
-	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirUp], n.RunningUp)
-	gauge("reserved_connections", "Test Connections holding a slot, also those awaiting activation", "", n.Reserved)
-	gauge("max_connections", "The most Test Connections the server admits at once", "", n.MaxConnections)
+	u := func(v int) uint64 { return uint64(max(v, 0)) } // in uint64 before scaling: 100000 Mbps overflows a 32-bit int in bytes
+	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirDown], u(n.RunningDown))
+	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirUp], u(n.RunningUp))
+	gauge("reserved_connections", "Test Connections holding a slot, also those awaiting activation", "", u(n.Reserved))
+	gauge("max_connections", "The most Test Connections the server admits at once", "", u(n.MaxConnections))
 	const reservedHelp = "Bandwidth reserved by Admission for the Test Connections holding a slot (bytes per second)"
-	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirDown], n.DownMbps*bytesPerMbps)
-	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirUp], n.UpMbps*bytesPerMbps)
+	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirDown], u(n.DownMbps)*bytesPerMbps)
+	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirUp], u(n.UpMbps)*bytesPerMbps)
 	if n.MaxMbps > 0 {
 		const limitHelp = "Bandwidth Admission grants per direction, the server's --bandwidth/-B (bytes per second)"
-		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirDown], n.MaxMbps*bytesPerMbps)
-		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirUp], n.MaxMbps*bytesPerMbps)
+		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirDown], u(n.MaxMbps)*bytesPerMbps)
+		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirUp], u(n.MaxMbps)*bytesPerMbps)
 	}
 	for c := range NumServerCounters {
 		f(Metric{CounterInfo: c.Info(), Value: n.Counts[c]})
