@@ -232,7 +232,7 @@ func TestConnRefusedRetry(t *testing.T) {
 	if got := recvAll(t, l, &rb, 3, func(*dataphase.RecvBatch) {}); got != 3 {
 		t.Fatalf("received %d of 3", got)
 	}
-	if st := a.Stats(); st.ConnRefused != 1 {
+	if st := a.Stats(); st.Path.PortUnreachable != 1 || st.Path.Total() != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -259,7 +259,7 @@ func TestPollErrCleared(t *testing.T) {
 	if el := clock.Mono().Sub(start); el < 19*time.Millisecond {
 		t.Fatalf("wait returned after %v", el)
 	}
-	if st := a.Stats(); st.SocketErrors != 1 || st.ConnRefused != 1 {
+	if st := a.Stats(); st.SocketErrors != 1 || st.Path.PortUnreachable != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -340,28 +340,57 @@ func (f *fakeSend) send(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
 
 func TestSendErrnos(t *testing.T) {
 	plan := append(lens(10, 1000, 500), repeat(3, 1000)...) // runs: 11 + 3, both GSO
+	type want struct {
+		sent      int  // returned to the core
+		err       bool // a failure
+		bp, block bool // backpressure, EAGAIN
+		gso       bool // GSO still on
+		refused   uint64
+		path      PathErrors
+		kernel    uint64 // SentDatagrams: what the kernel took
+		gsoRef    uint64
+		calls     int
+	}
 	cases := []struct {
-		name        string
-		script      []fakeResult
-		wantSent    int
-		wantErr     bool
-		wantBP      bool
-		wantBlock   bool
-		wantGSO     bool
-		wantRefused uint64
-		wantCR      uint64
-		wantCalls   int
+		name   string
+		script []fakeResult
+		want   want
 	}{
-		{"all accepted", nil, 14, false, false, false, true, 0, 0, 1},
-		{"EAGAIN after the first message", []fakeResult{{accept: 1}, {e: unix.EAGAIN}}, 11, false, true, true, true, 3, 0, 2},
-		{"ENOBUFS at once", []fakeResult{{e: unix.ENOBUFS}}, 0, false, true, false, true, 14, 0, 1},
-		{"EPERM (netfilter)", []fakeResult{{e: unix.EPERM}}, 0, false, true, false, true, 14, 0, 1},
-		{"EIO on GSO: resent without GSO", []fakeResult{{e: unix.EIO}}, 14, false, false, false, false, 0, 0, 2},
-		{"EINVAL on GSO after one message", []fakeResult{{accept: 1}, {e: unix.EINVAL}}, 14, false, false, false, false, 0, 0, 3},
-		{"ECONNREFUSED once: retried", []fakeResult{{e: unix.ECONNREFUSED}}, 14, false, false, false, true, 0, 1, 2},
-		{"ECONNREFUSED twice: counted as sent", []fakeResult{{e: unix.ECONNREFUSED}, {e: unix.ECONNREFUSED}}, 14, false, false, false, true, 0, 2, 3},
-		{"EINTR: retried", []fakeResult{{e: unix.EINTR}}, 14, false, false, false, true, 0, 0, 2},
-		{"other error", []fakeResult{{accept: 1}, {e: unix.EBADF}}, 11, true, false, false, true, 0, 0, 2},
+		{"all accepted", nil, want{sent: 14, gso: true, kernel: 14, calls: 1}},
+		{"EAGAIN after the first message", []fakeResult{{accept: 1}, {e: unix.EAGAIN}},
+			want{sent: 11, bp: true, block: true, gso: true, refused: 3, kernel: 11, calls: 2}},
+		{"ENOBUFS at once", []fakeResult{{e: unix.ENOBUFS}}, want{bp: true, gso: true, refused: 14, calls: 1}},
+		{"EPERM (netfilter)", []fakeResult{{e: unix.EPERM}}, want{bp: true, gso: true, refused: 14, calls: 1}},
+		{"EIO on GSO: resent without GSO", []fakeResult{{e: unix.EIO}}, want{sent: 14, kernel: 14, gsoRef: 1, calls: 2}},
+		{"EINVAL on GSO after one message", []fakeResult{{accept: 1}, {e: unix.EINVAL}},
+			want{sent: 14, kernel: 14, gsoRef: 1, calls: 3}},
+		{"ECONNREFUSED once: retried", []fakeResult{{e: unix.ECONNREFUSED}},
+			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 1}, kernel: 14, calls: 2}},
+		{"ECONNREFUSED twice: the message is given up", []fakeResult{{e: unix.ECONNREFUSED}, {e: unix.ECONNREFUSED}},
+			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 2, GivenUp: 11}, kernel: 3, calls: 3}},
+		{"four path errors: the plan is given up", repeatResult(4, unix.ECONNREFUSED),
+			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 4, GivenUp: 14}, calls: 4}},
+		{"EHOSTUNREACH once (admin prohibited)", []fakeResult{{e: unix.EHOSTUNREACH}},
+			want{sent: 14, gso: true, path: PathErrors{HostUnreachable: 1}, kernel: 14, calls: 2}},
+		{"EHOSTDOWN once", []fakeResult{{e: unix.EHOSTDOWN}},
+			want{sent: 14, gso: true, path: PathErrors{HostUnreachable: 1}, kernel: 14, calls: 2}},
+		{"ENETUNREACH once", []fakeResult{{accept: 1}, {e: unix.ENETUNREACH}},
+			want{sent: 14, gso: true, path: PathErrors{NetUnreachable: 1}, kernel: 14, calls: 3}},
+		{"EACCES once (ICMPv6 prohibited)", []fakeResult{{e: unix.EACCES}},
+			want{sent: 14, gso: true, path: PathErrors{Prohibited: 1}, kernel: 14, calls: 2}},
+		{"EPROTO once (parameter problem)", []fakeResult{{e: unix.EPROTO}},
+			want{sent: 14, gso: true, path: PathErrors{Other: 1}, kernel: 14, calls: 2}},
+		// A pending EMSGSIZE (fragmentation needed) on a GSO message:
+		// the retry goes out, and GSO stays on.
+		{"EMSGSIZE once on GSO: pending, GSO kept", []fakeResult{{e: unix.EMSGSIZE}},
+			want{sent: 14, gso: true, path: PathErrors{MessageTooBig: 1}, kernel: 14, calls: 2}},
+		{"EMSGSIZE once on the second GSO message", []fakeResult{{accept: 1}, {e: unix.EMSGSIZE}},
+			want{sent: 14, gso: true, path: PathErrors{MessageTooBig: 1}, kernel: 14, calls: 3}},
+		// The kernel refusing the message itself: the retry meets it too.
+		{"EMSGSIZE twice on GSO: refused, GSO off", []fakeResult{{e: unix.EMSGSIZE}, {e: unix.EMSGSIZE}},
+			want{sent: 14, kernel: 14, gsoRef: 1, calls: 3}},
+		{"EINTR: retried", []fakeResult{{e: unix.EINTR}}, want{sent: 14, gso: true, kernel: 14, calls: 2}},
+		{"other error", []fakeResult{{accept: 1}, {e: unix.EBADF}}, want{sent: 11, err: true, gso: true, kernel: 11, calls: 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,28 +406,29 @@ func TestSendErrnos(t *testing.T) {
 			fillPlan(&sb, 9, 0, plan...)
 			sent, err := a.SendBatch(&sb)
 			st := a.Stats()
-			if sent != tc.wantSent || (err != nil) != tc.wantErr {
-				t.Fatalf("sent %d, err %v; want %d, err %v", sent, err, tc.wantSent, tc.wantErr)
+			w := tc.want
+			if sent != w.sent || (err != nil) != w.err {
+				t.Fatalf("sent %d, err %v; want %d, err %v", sent, err, w.sent, w.err)
 			}
-			if a.lastSendBackpressure() != tc.wantBP || a.lastSendWouldBlock() != tc.wantBlock {
+			if a.lastSendBackpressure() != w.bp || a.lastSendWouldBlock() != w.block {
 				t.Fatalf("backpressure %v/%v", a.lastSendBackpressure(), a.lastSendWouldBlock())
 			}
-			if a.GSOEnabled() != tc.wantGSO || (hooks == 1) == tc.wantGSO {
+			if a.GSOEnabled() != w.gso || (hooks == 1) == w.gso {
 				t.Fatalf("GSO %v, hook called %d times", a.GSOEnabled(), hooks)
 			}
-			if st.RefusedDatagrams != tc.wantRefused || st.ConnRefused != tc.wantCR || st.SentDatagrams != uint64(sent) {
+			if st.RefusedDatagrams != w.refused || st.Path != w.path || st.SentDatagrams != w.kernel || st.GSORefusals != w.gsoRef {
 				t.Fatalf("stats %+v", st)
 			}
-			if tc.wantBP != (st.BackpressureEvents == 1) {
+			if w.bp != (st.BackpressureEvents == 1) {
 				t.Fatalf("stats %+v", st)
 			}
-			if len(f.calls) != tc.wantCalls {
-				t.Fatalf("%d calls %+v, want %d", len(f.calls), f.calls, tc.wantCalls)
+			if len(f.calls) != w.calls {
+				t.Fatalf("%d calls %+v, want %d", len(f.calls), f.calls, w.calls)
 			}
 			if f.calls[0].msgs != 2 || f.calls[0].gsoSegs[0] != 1000 || f.calls[0].gsoSegs[1] != 1000 {
 				t.Fatalf("first call %+v: want two GSO messages of 1000-byte segments", f.calls[0])
 			}
-			if !tc.wantGSO {
+			if !w.gso {
 				last := f.calls[len(f.calls)-1]
 				for _, s := range last.gsoSegs {
 					if s != 0 {
@@ -414,7 +444,25 @@ func TestSendErrnos(t *testing.T) {
 				if last.msgs != want {
 					t.Fatalf("resend of %d messages, want %d", last.msgs, want)
 				}
+			} else if w.gsoRef == 0 && !w.bp && !w.err {
+				// A path error changes nothing of the plan: the retry is
+				// the same GSO messages from the one that met it.
+				for _, c := range f.calls {
+					for _, s := range c.gsoSegs {
+						if s != 1000 {
+							t.Fatalf("calls %+v: a retry without GSO", f.calls)
+						}
+					}
+				}
 			}
 		})
 	}
+}
+
+func repeatResult(n int, e unix.Errno) []fakeResult {
+	r := make([]fakeResult, n)
+	for i := range r {
+		r[i].e = e
+	}
+	return r
 }

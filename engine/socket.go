@@ -49,11 +49,13 @@ type SocketStats struct {
 	// to defer or withhold.
 	BackpressureEvents uint64
 	RefusedDatagrams   uint64
-	// ConnRefused counts ECONNREFUSED: an ICMP port unreachable for an
-	// earlier datagram, reported on a later send or receive of the
-	// connected socket.
-	ConnRefused uint64
-	// SocketErrors counts pending socket errors cleared after POLLERR.
+	// Path counts the errors the kernel reported for the path to the
+	// connected peer (ICMP errors, local route failures), by kind. None
+	// ends the Data Phase.
+	Path PathErrors
+	// SocketErrors counts pending socket errors cleared after POLLERR
+	// (each also counted in Path by its kind) and error queue entries
+	// drained (IP_RECVERR).
 	SocketErrors uint64
 	// GSO tells whether UDP GSO is in use; GSORefusals counts GSO messages
 	// the kernel refused (the first one turns GSO off for good).
@@ -61,14 +63,68 @@ type SocketStats struct {
 	GSORefusals uint64
 }
 
-type socketCounters struct {
-	sendCalls, sentDgrams     atomic.Uint64
-	gsoMsgs                   atomic.Uint64
-	recvCalls, recvDgrams     atomic.Uint64
-	backpressure, refused     atomic.Uint64
-	connRefused, socketErrors atomic.Uint64
-	gsoRefusals               atomic.Uint64
+// PathErrors counts what a connected socket heard of the path to its peer,
+// by kind (errors_linux.go maps each errno). A pending error is reported
+// once, on the next send or receive or as POLLERR, however many ICMP
+// messages set it meanwhile.
+type PathErrors struct {
+	PortUnreachable uint64 // ECONNREFUSED: ICMP port unreachable
+	HostUnreachable uint64 // EHOSTUNREACH, EHOSTDOWN, ENONET: host unreachable or prohibited
+	NetUnreachable  uint64 // ENETUNREACH: network unreachable or prohibited, no route
+	Prohibited      uint64 // EACCES: ICMPv6 administratively prohibited, a prohibit route
+	MessageTooBig   uint64 // EMSGSIZE: ICMP fragmentation needed, ICMPv6 packet too big
+	Other           uint64 // EPROTO, ENOPROTOOPT, EOPNOTSUPP: parameter problem and the rest
+	// GivenUp counts datagrams that met a path error twice in one send
+	// (the error kept coming back) and were given up: they were not sent,
+	// and the Load Receiver sees them as lost, as the path lost them.
+	GivenUp uint64
+	// PreConnect counts datagrams that were waiting on the socket when it
+	// was connected and were discarded: they came from anyone, before
+	// the kernel filtered by the peer's address.
+	PreConnect uint64
 }
+
+// Total is the number of path errors of every kind (GivenUp and
+// PreConnect are datagrams, not errors, and are not in it).
+func (p PathErrors) Total() uint64 {
+	return p.PortUnreachable + p.HostUnreachable + p.NetUnreachable + p.Prohibited + p.MessageTooBig + p.Other
+}
+
+// pathClass indexes socketCounters.path.
+type pathClass uint8
+
+const (
+	pathNone pathClass = iota
+	pathRefused
+	pathHost
+	pathNet
+	pathProhibited
+	pathMsgSize
+	pathOther
+	nPathClasses
+)
+
+type socketCounters struct {
+	sendCalls, sentDgrams atomic.Uint64
+	gsoMsgs               atomic.Uint64
+	recvCalls, recvDgrams atomic.Uint64
+	backpressure, refused atomic.Uint64
+	path                  [nPathClasses]atomic.Uint64 // by pathClass; [pathNone] unused
+	givenUp, preConnect   atomic.Uint64
+	socketErrors          atomic.Uint64
+	gsoRefusals           atomic.Uint64
+}
+
+// countPath counts one path error of class k.
+func (c *socketCounters) countPath(k pathClass) {
+	if k != pathNone {
+		c.path[k].Add(1)
+	}
+}
+
+// refusals is the running count of ECONNREFUSED, which the executor hands
+// to the core (a peer that keeps refusing is gone).
+func (c *socketCounters) refusals() uint64 { return c.path[pathRefused].Load() }
 
 // Socket is one non-blocking UDP socket. The control-phase helpers (SendTo,
 // Send, RecvFrom) may be called from any goroutine; the Data Phase batch
@@ -134,10 +190,19 @@ func (s *Socket) Stats() SocketStats {
 		RecvDatagrams:      c.recvDgrams.Load(),
 		BackpressureEvents: c.backpressure.Load(),
 		RefusedDatagrams:   c.refused.Load(),
-		ConnRefused:        c.connRefused.Load(),
-		SocketErrors:       c.socketErrors.Load(),
-		GSO:                s.gso.Load(),
-		GSORefusals:        c.gsoRefusals.Load(),
+		Path: PathErrors{
+			PortUnreachable: c.path[pathRefused].Load(),
+			HostUnreachable: c.path[pathHost].Load(),
+			NetUnreachable:  c.path[pathNet].Load(),
+			Prohibited:      c.path[pathProhibited].Load(),
+			MessageTooBig:   c.path[pathMsgSize].Load(),
+			Other:           c.path[pathOther].Load(),
+			GivenUp:         c.givenUp.Load(),
+			PreConnect:      c.preConnect.Load(),
+		},
+		SocketErrors: c.socketErrors.Load(),
+		GSO:          s.gso.Load(),
+		GSORefusals:  c.gsoRefusals.Load(),
 	}
 }
 
@@ -156,8 +221,12 @@ func (s *Socket) Close() error {
 
 // Connect fixes the socket's peer: the kernel then drops datagrams from
 // anyone else, Send and SendBatch go there, and ICMP errors for it are
-// reported (ECONNREFUSED). A plain IPv4 peer on an AF_INET6 socket is
-// mapped. On Linux it also reads the path MTU that bounds GSO.
+// reported (SocketStats.Path). On Linux, datagrams already waiting on the
+// socket arrived before that filter and may come from anyone: Connect
+// discards them (both ends connect before they send the Test Activation
+// that starts the peer's Data Phase, so none of the peer's Data Phase is
+// among them), and it reads the path MTU that bounds GSO. A plain IPv4
+// peer on an AF_INET6 socket is mapped.
 func (s *Socket) Connect(peer netip.AddrPort) error { return s.connect(peer) }
 
 // SendTo sends one datagram to to (control phase).

@@ -206,6 +206,7 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.peer = unmapAddrPort(peer)
 	x.peer4 = IsIPv4Peer(peer)
+	s.discardQueued()
 	// Connecting picks the source address for the peer; report that one
 	// (a client's JSON names it) rather than the wildcard it was bound to.
 	if sa, err := unix.Getsockname(x.fd); err == nil {
@@ -213,6 +214,34 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.refreshMTU()
 	return nil
+}
+
+// maxPreConnect bounds how many waiting datagrams Connect discards: a
+// receive buffer holds a few thousand at most, and a flood that keeps
+// refilling it must not hold Connect.
+const maxPreConnect = 1 << 14
+
+// discardQueued drops what was waiting on the socket before Connect set
+// the kernel's source filter (udp4_lib_lookup matches a connected socket
+// only for its peer's address and port; what was queued before stays
+// queued): a Setup's test port takes datagrams from anyone until its Test
+// Activation arrives, and a forged Status or Load PDU queued then would
+// otherwise reach the Data Phase as the peer's. The caller holds mu
+// shared.
+func (s *Socket) discardQueued() {
+	x := &s.sys
+	var buf [1]byte
+	for i := 0; i < maxPreConnect; i++ {
+		_, _, err := unix.Recvfrom(x.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		switch err {
+		case nil:
+			s.stats.preConnect.Add(1)
+			continue
+		case unix.EINTR:
+			continue
+		}
+		return // EAGAIN: empty; anything else is for the Data Phase to see
+	}
 }
 
 // refreshMTU reads the path MTU of the connected socket. IP_MTU works on an
@@ -346,10 +375,11 @@ func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, er
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-		case unix.ECONNREFUSED:
-			s.stats.connRefused.Add(1)
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
 		default:
+			if e, ok := err.(unix.Errno); ok && pathClassOf(e) != pathNone {
+				s.stats.countPath(pathClassOf(e))
+				return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+			}
 			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
 		}
 		d := time.Duration(-1)
@@ -415,11 +445,14 @@ func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 	return nil
 }
 
-// clearError reads and so clears a pending socket error (sk_err), which
-// keeps POLLERR raised until it is read. It is called after a wait reports
-// POLLERR, so the executor never spins on it. The socket's error queue is
-// not used (no IP_RECVERR, no TX timestamps), so there is nothing else to
-// drain.
+// clearError clears what keeps POLLERR raised, after a wait reported it,
+// so the executor never spins on it: the socket's error queue, drained
+// when something put entries there (IP_RECVERR, which the engine does not
+// set, queues every ICMP error there as well as setting sk_err; its
+// entries are counted in SocketErrors only, since the send or receive
+// that reports the same error counts its kind), then the pending error
+// (sk_err), read and counted by its kind. A pending error read here is
+// one the next send or receive will not report.
 func (s *Socket) clearError() {
 	x := &s.sys
 	x.mu.RLock()
@@ -427,13 +460,41 @@ func (s *Socket) clearError() {
 	if x.fd < 0 {
 		return
 	}
+	s.drainErrQueue()
 	v, err := unix.GetsockoptInt(x.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil || v == 0 {
 		return
 	}
 	s.stats.socketErrors.Add(1)
-	if unix.Errno(v) == unix.ECONNREFUSED {
-		s.stats.connRefused.Add(1)
+	k := pathClassOf(unix.Errno(v))
+	s.stats.countPath(k)
+	if k == pathMsgSize {
+		s.refreshMTU()
+	}
+}
+
+// maxErrQueue bounds one drain of the error queue; what is left raises
+// POLLERR again and is drained at the next wait.
+const maxErrQueue = 64
+
+// drainErrQueue reads the socket's error queue until it is empty (at most
+// maxErrQueue entries). It is on the error path only (after POLLERR), so
+// the small allocations of unix.Recvmsg do not matter. The caller holds
+// mu shared.
+func (s *Socket) drainErrQueue() {
+	x := &s.sys
+	var data [64]byte
+	var oob [256]byte
+	for i := 0; i < maxErrQueue; i++ {
+		_, _, _, _, err := unix.Recvmsg(x.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		switch err {
+		case nil:
+			s.stats.socketErrors.Add(1)
+			continue
+		case unix.EINTR:
+			continue
+		}
+		return // EAGAIN: empty
 	}
 }
 

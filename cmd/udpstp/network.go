@@ -162,12 +162,16 @@ type statsDataPhase interface {
 // if it had any (-e).
 func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
 	st := dp.Stats().Socket
-	if st.BackpressureEvents+st.ConnRefused+st.SocketErrors+st.GSORefusals == 0 {
+	p := st.Path
+	if st.BackpressureEvents+p.Total()+p.GivenUp+p.PreConnect+st.SocketErrors+st.GSORefusals == 0 {
 		return
 	}
 	n.log.Warn("socket errors", "local", s.LocalAddr(), "peer", s.Peer(),
 		"overruns", st.BackpressureEvents, "refused_datagrams", st.RefusedDatagrams,
-		"connection_refused", st.ConnRefused, "socket_errors", st.SocketErrors, "gso_refusals", st.GSORefusals)
+		"connection_refused", p.PortUnreachable, "host_unreachable", p.HostUnreachable,
+		"net_unreachable", p.NetUnreachable, "prohibited", p.Prohibited, "message_too_big", p.MessageTooBig,
+		"other_path_errors", p.Other, "given_up_datagrams", p.GivenUp, "pre_connect_dropped", p.PreConnect,
+		"socket_errors", st.SocketErrors, "gso_refusals", st.GSORefusals, "gso", st.GSO)
 }
 
 func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {
