@@ -29,6 +29,14 @@ const (
 	EndLocalStop                      // Stop was called (interrupt, shutdown)
 	EndOverRate                       // the server stopped a Load Sender above 1.5x its rate
 	EndFailure                        // a socket failure the executor reported
+	// EndPeerGone: ICMP port unreachable kept coming back for what we
+	// sent (RefusedLimit in a row, no valid PDU in between): nothing
+	// listens at the peer's address and port any more.
+	EndPeerGone
+	// EndUnverified: a server's peer never showed that it receives what
+	// the server sends it (amplification.go): a forged activation, most
+	// likely, or a path that loses everything towards the peer.
+	EndUnverified
 )
 
 func (r EndReason) String() string {
@@ -43,6 +51,10 @@ func (r EndReason) String() string {
 		return "load sender above 1.5x its assigned rate"
 	case EndFailure:
 		return "socket failure"
+	case EndPeerGone:
+		return "peer port unreachable"
+	case EndUnverified:
+		return "peer never confirmed receipt"
 	}
 	return "unknown"
 }
@@ -116,6 +128,14 @@ type Anomalies struct {
 	// Invalid Load and Status PDUs, by what failed.
 	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
 	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
+	// PeerRefused counts ICMP port unreachable errors the socket reported
+	// (the executor tells the core, RefusalSink in engine).
+	PeerRefused uint64
+	// Anti-amplification (amplification.go), server only: Load PDUs or
+	// Status PDUs held back because the budget was spent (AmpHeld), and
+	// Status PDUs dropped because they reported Load PDUs that were never
+	// sent (StatusUnproven).
+	AmpHeld, StatusUnproven uint64
 }
 
 // Event is what a core reports to its executor. Events are rare (a few per
