@@ -466,3 +466,79 @@ func repeatResult(n int, e unix.Errno) []fakeResult {
 	}
 	return r
 }
+
+// Connect discards what was queued before it: those datagrams passed no
+// source filter. After it, only the peer's arrive.
+func TestConnectDiscardsQueued(t *testing.T) {
+	s := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	other := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	peer := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	for i := 0; i < 5; i++ {
+		if err := other.SendTo([]byte("forged status"), s.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // loopback delivers at once; be generous
+	mustConnect(t, s, peer.LocalAddr())
+	if err := other.SendTo([]byte("forged after"), s.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.SendTo([]byte("peer"), s.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	var rb dataphase.RecvBatch
+	got := recvAll(t, s, &rb, 1, func(rb *dataphase.RecvBatch) {
+		for i := 0; i < rb.N; i++ {
+			if string(rb.Data(i)) != "peer" {
+				t.Fatalf("read %q", rb.Data(i))
+			}
+		}
+	})
+	if got != 1 {
+		t.Fatalf("read %d", got)
+	}
+	if st := s.Stats(); st.Path.PreConnect != 5 {
+		t.Fatalf("discarded %d, want 5", st.Path.PreConnect)
+	}
+}
+
+// With IP_RECVERR on (the engine does not set it; a socket handed over
+// might have it), ICMP errors also queue on the error queue, which keeps
+// POLLERR raised until drained: clearError drains it.
+func TestErrQueueDrained(t *testing.T) {
+	a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	if err := unix.SetsockoptInt(a.Fd(), unix.IPPROTO_IP, unix.IP_RECVERR, 1); err != nil {
+		t.Skip(err)
+	}
+	tmp := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
+	port := tmp.LocalAddr()
+	tmp.Close()
+	mustConnect(t, a, port)
+	var sb dataphase.SendBuffer
+	fds := []waitFD{{sock: a}}
+	for i := 0; i < 3; i++ {
+		fillPlan(&sb, 8, uint32(i), 100)
+		a.SendBatch(&sb) // a pending error may refuse one: counted, retried
+		fds[0].errored = false
+		end := time.Now().Add(time.Second)
+		for !fds[0].errored && time.Now().Before(end) {
+			if err := wait(fds, nil, clock.Mono().Add(100*time.Millisecond), clock.Mono()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a.clearError()
+	start := clock.Mono()
+	fds[0].errored = false
+	if err := wait(fds, nil, start.Add(20*time.Millisecond), start); err != nil {
+		t.Fatal(err)
+	}
+	if fds[0].errored {
+		t.Fatal("POLLERR still raised after clearError")
+	}
+	st := a.Stats()
+	if st.SocketErrors == 0 || st.Path.PortUnreachable == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("error queue and pending errors: socket_errors %d, port unreachable %d", st.SocketErrors, st.Path.PortUnreachable)
+}
