@@ -50,6 +50,13 @@ func hostileBins(t *testing.T) []hostileBin {
 	return bins
 }
 
+// forEachBin runs f as a subtest for each binary of hostileBins.
+func forEachBin(t *testing.T, f func(t *testing.T, b hostileBin)) {
+	for _, b := range hostileBins(t) {
+		t.Run(b.name, func(t *testing.T) { f(t, b) })
+	}
+}
+
 // hostileLab builds a fresh lab for one attack (skipping where the lab
 // cannot run, and with -short), holding an end-to-end slot.
 func hostileLab(t *testing.T) *netlab.Lab {
@@ -180,9 +187,7 @@ func TestHostileICMPErrors(t *testing.T) {
 	for _, up := range []bool{false, true} {
 		name := map[bool]string{false: "downstream", true: "upstream"}[up]
 		t.Run(name, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) { icmpErrorsCase(t, b, up) })
-			}
+			forEachBin(t, func(t *testing.T, b hostileBin) { icmpErrorsCase(t, b, up) })
 		})
 	}
 }
@@ -259,43 +264,41 @@ func TestHostileNarrowLink(t *testing.T) {
 		{"downstream 1280", false, 1280, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) {
-					l := hostileLab(t)
-					dev, dir := "veth-rc", "-d" // the router's link towards the Load Receiver
-					if c.up {
-						dev, dir = "veth-rs", "-u"
-					}
-					inNS(t, l, l.RouterNS, "", "ip", "link", "set", "dev", dev, "mtu", fmt.Sprint(c.mtu))
-					var both []string
-					if c.trad {
-						both = []string{"-T"}
-					}
-					srv := hostileServer(t, l, b.path, both...)
-					cl := startHostileClient(t, l, b.path, 5, append([]string{dir}, both...)...)
-					r := cl.wait(t, 40*time.Second)
-					senderLog := srv.log()
-					if c.up {
-						senderLog = cl.stderr.String()
-					}
-					se := socketErrors(senderLog)
-					gsoOff := strings.Contains(senderLog, "gso=false") || strings.Contains(senderLog, "GSO turned off")
-					t.Logf("%s: ErrorStatus %d %q, max %.1f Mbit/s, %d Sub-Intervals; Load Sender: message too big %d, GSO turned off %v",
-						b.name, r.ErrorStatus, r.ErrorMessage, r.Output.AtMax.MaxIPLayerCapacity, len(r.Output.IncrementalResult), se["message_too_big"], gsoOff)
-					if !b.check {
-						return
-					}
-					if !completed(r, 5) {
-						t.Errorf("test did not complete: ErrorStatus %d %q\nsender:\n%s", r.ErrorStatus, r.ErrorMessage, senderLog)
-					}
-					if c.icmps && se["message_too_big"] == 0 {
-						t.Errorf("no fragmentation needed counted:\n%s", senderLog)
-					}
-					if gsoOff {
-						t.Errorf("GSO turned off after fragmentation needed:\n%s", senderLog)
-					}
-				})
-			}
+			forEachBin(t, func(t *testing.T, b hostileBin) {
+				l := hostileLab(t)
+				dev, dir := "veth-rc", "-d" // the router's link towards the Load Receiver
+				if c.up {
+					dev, dir = "veth-rs", "-u"
+				}
+				inNS(t, l, l.RouterNS, "", "ip", "link", "set", "dev", dev, "mtu", fmt.Sprint(c.mtu))
+				var both []string
+				if c.trad {
+					both = []string{"-T"}
+				}
+				srv := hostileServer(t, l, b.path, both...)
+				cl := startHostileClient(t, l, b.path, 5, append([]string{dir}, both...)...)
+				r := cl.wait(t, 40*time.Second)
+				senderLog := srv.log()
+				if c.up {
+					senderLog = cl.stderr.String()
+				}
+				se := socketErrors(senderLog)
+				gsoOff := strings.Contains(senderLog, "gso=false") || strings.Contains(senderLog, "GSO turned off")
+				t.Logf("%s: ErrorStatus %d %q, max %.1f Mbit/s, %d Sub-Intervals; Load Sender: message too big %d, GSO turned off %v",
+					b.name, r.ErrorStatus, r.ErrorMessage, r.Output.AtMax.MaxIPLayerCapacity, len(r.Output.IncrementalResult), se["message_too_big"], gsoOff)
+				if !b.check {
+					return
+				}
+				if !completed(r, 5) {
+					t.Errorf("test did not complete: ErrorStatus %d %q\nsender:\n%s", r.ErrorStatus, r.ErrorMessage, senderLog)
+				}
+				if c.icmps && se["message_too_big"] == 0 {
+					t.Errorf("no fragmentation needed counted:\n%s", senderLog)
+				}
+				if gsoOff {
+					t.Errorf("GSO turned off after fragmentation needed:\n%s", senderLog)
+				}
+			})
 		})
 	}
 }
@@ -316,37 +319,35 @@ func TestHostilePeerGone(t *testing.T) {
 		{"server killed, downstream", false, true, "port is unreachable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) {
-					l := hostileLab(t)
-					srv := hostileServer(t, l, b.path)
-					dir := "-d"
-					if c.up {
-						dir = "-u"
+			forEachBin(t, func(t *testing.T, b hostileBin) {
+				l := hostileLab(t)
+				srv := hostileServer(t, l, b.path)
+				dir := "-d"
+				if c.up {
+					dir = "-u"
+				}
+				cl := startHostileClient(t, l, b.path, 10, dir, "-I", "20")
+				if waitLog(srv, "test started", 10*time.Second) == "" {
+					t.Fatalf("no test started:\n%s", srv.log())
+				}
+				time.Sleep(time.Second)
+				if c.killSrv {
+					srv.cmd.Process.Kill()
+					r := cl.wait(t, 40*time.Second)
+					t.Logf("%s: client ErrorStatus %d, %q / %q", b.name, r.ErrorStatus, r.ErrorMessage, r.ErrorMessage2)
+					if b.check && !strings.Contains(r.ErrorMessage+r.ErrorMessage2, c.wantText) {
+						t.Errorf("client's message does not say the server's port is unreachable: %q / %q\n%s",
+							r.ErrorMessage, r.ErrorMessage2, cl.stderr.String())
 					}
-					cl := startHostileClient(t, l, b.path, 10, dir, "-I", "20")
-					if waitLog(srv, "test started", 10*time.Second) == "" {
-						t.Fatalf("no test started:\n%s", srv.log())
-					}
-					time.Sleep(time.Second)
-					if c.killSrv {
-						srv.cmd.Process.Kill()
-						r := cl.wait(t, 40*time.Second)
-						t.Logf("%s: client ErrorStatus %d, %q / %q", b.name, r.ErrorStatus, r.ErrorMessage, r.ErrorMessage2)
-						if b.check && !strings.Contains(r.ErrorMessage+r.ErrorMessage2, c.wantText) {
-							t.Errorf("client's message does not say the server's port is unreachable: %q / %q\n%s",
-								r.ErrorMessage, r.ErrorMessage2, cl.stderr.String())
-						}
-						return
-					}
-					cl.cmd.Process.Kill()
-					line := waitLog(srv, "test ended", 15*time.Second)
-					t.Logf("%s: server: %s", b.name, line)
-					if b.check && !strings.Contains(line, c.wantText) {
-						t.Errorf("server's end %q, want the reason %q\n%s", line, c.wantText, srv.log())
-					}
-				})
-			}
+					return
+				}
+				cl.cmd.Process.Kill()
+				line := waitLog(srv, "test ended", 15*time.Second)
+				t.Logf("%s: server: %s", b.name, line)
+				if b.check && !strings.Contains(line, c.wantText) {
+					t.Errorf("server's end %q, want the reason %q\n%s", line, c.wantText, srv.log())
+				}
+			})
 		})
 	}
 }
@@ -441,9 +442,7 @@ func nftCounter(t *testing.T, l *netlab.Lab, ns, table, name string) (packets, b
 func TestHostileForgedActivation(t *testing.T) {
 	for _, victim := range []string{"silent", "refusing", "kept alive"} {
 		t.Run(victim, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) { forgedActivationCase(t, b, victim) })
-			}
+			forEachBin(t, func(t *testing.T, b hostileBin) { forgedActivationCase(t, b, victim) })
 		})
 	}
 }
@@ -579,9 +578,7 @@ func TestHostileForgedStatusFromElsewhere(t *testing.T) {
 func TestHostileLyingSender(t *testing.T) {
 	for _, claim := range []string{"claims 0", "claims the truth"} {
 		t.Run(claim, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) { lyingSenderCase(t, b, claim == "claims 0") })
-			}
+			forEachBin(t, func(t *testing.T, b hostileBin) { lyingSenderCase(t, b, claim == "claims 0") })
 		})
 	}
 }
@@ -710,39 +707,37 @@ func (f *fakeServer) setupRequest(t *testing.T) []byte {
 // ALERT; the report shows 10 and one line saying the rest are not. On
 // main: 49,937 ALERT lines.
 func TestHostileClientAlertFlood(t *testing.T) {
-	for _, b := range hostileBins(t) {
-		t.Run(b.name, func(t *testing.T) {
-			l := hostileLab(t)
-			f := startFakeServer(t, l)
-			c := l.Command(l.ClientNS, b.path, "client", "-d", "-t", "5", "-p", fmt.Sprint(labPort), l.ServerAddr.String())
-			var stdout strings.Builder
-			c.Stdout, c.Stderr = &stdout, &stdout
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- c.Wait() }()
-			if f.setupRequest(t) == nil {
-				t.Fatalf("client: %s", stdout.String())
-			}
-			junk := make([]byte, 20)
-			for i := 0; i < 50000; i++ {
-				f.ctl.WriteToUDPAddrPort(junk, f.client)
-			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				c.Process.Kill()
-				<-done
-				t.Fatal("client did not end")
-			}
-			alerts := strings.Count(stdout.String(), "ALERT")
-			t.Logf("%s: %d ALERT lines (exit %d)", b.name, alerts, c.ProcessState.ExitCode())
-			if b.check && alerts > 11 {
-				t.Errorf("%d ALERT lines, want at most 11", alerts)
-			}
-		})
-	}
+	forEachBin(t, func(t *testing.T, b hostileBin) {
+		l := hostileLab(t)
+		f := startFakeServer(t, l)
+		c := l.Command(l.ClientNS, b.path, "client", "-d", "-t", "5", "-p", fmt.Sprint(labPort), l.ServerAddr.String())
+		var stdout strings.Builder
+		c.Stdout, c.Stderr = &stdout, &stdout
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		if f.setupRequest(t) == nil {
+			t.Fatalf("client: %s", stdout.String())
+		}
+		junk := make([]byte, 20)
+		for i := 0; i < 50000; i++ {
+			f.ctl.WriteToUDPAddrPort(junk, f.client)
+		}
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			c.Process.Kill()
+			<-done
+			t.Fatal("client did not end")
+		}
+		alerts := strings.Count(stdout.String(), "ALERT")
+		t.Logf("%s: %d ALERT lines (exit %d)", b.name, alerts, c.ProcessState.ExitCode())
+		if b.check && alerts > 11 {
+			t.Errorf("%d ALERT lines, want at most 11", alerts)
+		}
+	})
 }
 
 // A server granting what it must not (issue 11, point 6): a trial interval
@@ -759,60 +754,58 @@ func TestHostileClientGrants(t *testing.T) {
 		{"test time 65535 s", func(a *control.ActivationPDU) { a.TestIntTime = 65535 }, "testIntTime"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, b := range hostileBins(t) {
-				t.Run(b.name, func(t *testing.T) {
-					l := hostileLab(t)
-					f := startFakeServer(t, l)
-					cl := startHostileClient(t, l, b.path, 5, "-d")
-					var req control.SetupPDU
-					if err := req.Decode(f.setupRequest(t)); err != nil {
-						t.Fatal(err)
-					}
-					req.CmdRequest, req.CmdResponse, req.TestPort = control.SetupCmdResponse, control.SetupAccepted, uint16(f.test.LocalAddr().(*net.UDPAddr).Port)
-					f.ctl.WriteToUDPAddrPort(req.Encode(make([]byte, control.SetupLen)), f.client)
-					buf := make([]byte, 2048)
-					f.test.SetReadDeadline(time.Now().Add(5 * time.Second))
-					n, from, err := f.test.ReadFromUDPAddrPort(buf)
-					if err != nil {
-						t.Fatalf("no test activation: %v", err)
-					}
-					var ta control.ActivationPDU
-					if err := ta.Decode(buf[:n], false); err != nil {
-						t.Fatal(err)
-					}
-					ta.CmdResponse = control.ActivationAccepted
-					c.edit(&ta)
-					f.test.WriteToUDPAddrPort(ta.Encode(make([]byte, control.ActivationLen), false), from)
-					// Row 0 Load PDUs for a second, as a server would send,
-					// and count what comes back.
-					back := 0
-					h := dataphase.LoadHeader{UDPPayload: 100}
-					pdu := make([]byte, 100)
-					for i := 1; i <= 20; i++ {
-						h.SeqNo = uint32(i)
-						h.Encode(pdu)
-						f.test.WriteToUDPAddrPort(pdu, from)
-						f.test.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-						for {
-							if _, _, err := f.test.ReadFromUDPAddrPort(buf); err != nil {
-								break
-							}
-							back++
+			forEachBin(t, func(t *testing.T, b hostileBin) {
+				l := hostileLab(t)
+				f := startFakeServer(t, l)
+				cl := startHostileClient(t, l, b.path, 5, "-d")
+				var req control.SetupPDU
+				if err := req.Decode(f.setupRequest(t)); err != nil {
+					t.Fatal(err)
+				}
+				req.CmdRequest, req.CmdResponse, req.TestPort = control.SetupCmdResponse, control.SetupAccepted, uint16(f.test.LocalAddr().(*net.UDPAddr).Port)
+				f.ctl.WriteToUDPAddrPort(req.Encode(make([]byte, control.SetupLen)), f.client)
+				buf := make([]byte, 2048)
+				f.test.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, from, err := f.test.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					t.Fatalf("no test activation: %v", err)
+				}
+				var ta control.ActivationPDU
+				if err := ta.Decode(buf[:n], false); err != nil {
+					t.Fatal(err)
+				}
+				ta.CmdResponse = control.ActivationAccepted
+				c.edit(&ta)
+				f.test.WriteToUDPAddrPort(ta.Encode(make([]byte, control.ActivationLen), false), from)
+				// Row 0 Load PDUs for a second, as a server would send,
+				// and count what comes back.
+				back := 0
+				h := dataphase.LoadHeader{UDPPayload: 100}
+				pdu := make([]byte, 100)
+				for i := 1; i <= 20; i++ {
+					h.SeqNo = uint32(i)
+					h.Encode(pdu)
+					f.test.WriteToUDPAddrPort(pdu, from)
+					f.test.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+					for {
+						if _, _, err := f.test.ReadFromUDPAddrPort(buf); err != nil {
+							break
 						}
+						back++
 					}
-					r := cl.wait(t, 40*time.Second)
-					t.Logf("%s: ErrorStatus %d %q; %d datagrams came back in 1 s", b.name, r.ErrorStatus, r.ErrorMessage2, back)
-					if !b.check {
-						return
-					}
-					if r.ErrorStatus != 150 || !strings.Contains(r.ErrorMessage+r.ErrorMessage2, c.field) {
-						t.Errorf("ErrorStatus %d %q, want 150 naming %s", r.ErrorStatus, r.ErrorMessage, c.field)
-					}
-					if back > 0 {
-						t.Errorf("%d datagrams sent after a refused grant", back)
-					}
-				})
-			}
+				}
+				r := cl.wait(t, 40*time.Second)
+				t.Logf("%s: ErrorStatus %d %q; %d datagrams came back in 1 s", b.name, r.ErrorStatus, r.ErrorMessage2, back)
+				if !b.check {
+					return
+				}
+				if r.ErrorStatus != 150 || !strings.Contains(r.ErrorMessage+r.ErrorMessage2, c.field) {
+					t.Errorf("ErrorStatus %d %q, want 150 naming %s", r.ErrorStatus, r.ErrorMessage, c.field)
+				}
+				if back > 0 {
+					t.Errorf("%d datagrams sent after a refused grant", back)
+				}
+			})
 		})
 	}
 }
