@@ -127,9 +127,13 @@ replan:
 			case e == unix.EMSGSIZE && gsoRun:
 				// Fragmentation needed since the plan was made, or a
 				// refusal: re-plan by the path MTU as it is now and try
-				// once more (above).
+				// once more (above). A router sends one ICMP error per
+				// packet too big, so more may be pending by now: they are
+				// taken first, so that the retry meets only what this
+				// message itself causes.
 				tooBigAt = next
 				s.refreshMTU()
+				s.takePending()
 				continue replan
 			case pathClassOf(e) != pathNone:
 				// A pending ICMP error (or a route failure) reported by
@@ -154,7 +158,11 @@ replan:
 					return next, nil
 				}
 				if retried != next {
+					// More errors of the same burst may be pending: take
+					// them before the retry (counted there), so that it
+					// fails only if the path still refuses.
 					retried = next
+					s.takePending()
 					if e == unix.EMSGSIZE {
 						s.refreshMTU()
 						continue replan

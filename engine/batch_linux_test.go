@@ -542,3 +542,37 @@ func TestErrQueueDrained(t *testing.T) {
 	}
 	t.Logf("error queue and pending errors: socket_errors %d, port unreachable %d", st.SocketErrors, st.Path.PortUnreachable)
 }
+
+// A router answers every packet too big with an ICMP error, so after the
+// first EMSGSIZE more may be pending: they are taken (and counted) before
+// the retry, which then goes out, and GSO stays on. Here the first error
+// is played by sendFn and a real one (a port unreachable) is pending
+// behind it.
+func TestPendingTakenBeforeRetry(t *testing.T) {
+	a, _ := sendToClosedPort(t, 11)
+	if !a.GSOEnabled() {
+		t.Skip("no GSO")
+	}
+	fds := []waitFD{{sock: a}}
+	end := time.Now().Add(2 * time.Second)
+	for !fds[0].errored && time.Now().Before(end) {
+		if err := wait(fds, nil, clock.Mono().Add(100*time.Millisecond), clock.Mono()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fds[0].errored {
+		t.Fatal("no pending error")
+	}
+	f := &fakeSend{script: []fakeResult{{e: unix.EMSGSIZE}}}
+	a.sys.sendFn = f.send
+	var sb dataphase.SendBuffer
+	fillPlan(&sb, 11, 0, lens(10, 1000)...)
+	sent, err := a.SendBatch(&sb)
+	st := a.Stats()
+	if sent != 10 || err != nil || !a.GSOEnabled() || st.GSORefusals != 0 {
+		t.Fatalf("sent %d, %v, GSO %v, stats %+v", sent, err, a.GSOEnabled(), st)
+	}
+	if st.Path.MessageTooBig != 1 || st.Path.PortUnreachable != 1 || len(f.calls) != 2 {
+		t.Fatalf("stats %+v, %d calls", st, len(f.calls))
+	}
+}

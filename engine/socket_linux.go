@@ -461,7 +461,13 @@ func (s *Socket) clearError() {
 		return
 	}
 	s.drainErrQueue()
-	v, err := unix.GetsockoptInt(x.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	s.takePending()
+}
+
+// takePending reads and so clears the pending error, counting it by its
+// kind. The caller holds mu shared.
+func (s *Socket) takePending() {
+	v, err := unix.GetsockoptInt(s.sys.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil || v == 0 {
 		return
 	}
