@@ -58,15 +58,27 @@ func forEachBin(t *testing.T, f func(t *testing.T, b hostileBin)) {
 }
 
 // hostileLab builds a fresh lab for one attack (skipping where the lab
-// cannot run, and with -short), holding an end-to-end slot.
+// cannot run, and with -short), holding an end-to-end slot. Both
+// directions are shaped to hostileRate: the attacks need no speed, and an
+// unshaped lab runs at whatever the busy machine gives, stalls included.
 func hostileLab(t *testing.T) *netlab.Lab {
+	t.Helper()
+	s := netlab.Shape{RateBps: hostileRate}
+	return hostileLabConfig(t, netlab.Config{Down: s, Up: s})
+}
+
+// hostileLabConfig is hostileLab with a configuration of its own.
+func hostileLabConfig(t *testing.T, cfg netlab.Config) *netlab.Lab {
 	t.Helper()
 	if err := netlab.Available(); err != nil {
 		t.Skip(err)
 	}
 	e2e(t)
-	return netlab.New(t, netlab.Config{})
+	return netlab.New(t, cfg)
 }
+
+// hostileRate is the lab's shape for the attacks, in bit/s.
+const hostileRate = 200e6
 
 // hostileServer starts bin's server in the lab with -e and extra options.
 func hostileServer(t *testing.T, l *netlab.Lab, bin string, extra ...string) *proc {
@@ -200,7 +212,7 @@ func icmpErrorsCase(t *testing.T, b hostileBin, up bool) {
 	if up {
 		sender, receiver, dir = receiver, sender, "-u"
 	}
-	c := startHostileClient(t, l, b.path, 6, dir, "-I", "300")
+	c := startHostileClient(t, l, b.path, 6, dir, "-I", "100")
 	time.Sleep(1500 * time.Millisecond)
 	// Chained quotas: each rule rejects Load PDUs until it has seen about
 	// two, then lets the next one take over. The router's ICMP rate limit
@@ -448,7 +460,8 @@ func TestHostileForgedActivation(t *testing.T) {
 }
 
 func forgedActivationCase(t *testing.T, b hostileBin, victim string) {
-	l := hostileLab(t)
+	// Unshaped: what an unbounded flood puts on B is the point.
+	l := hostileLabConfig(t, netlab.Config{})
 	srv := hostileServer(t, l, b.path)
 	vb := victimAddr(l)
 	inNS(t, l, l.ClientNS, "", "ip", "addr", "add", vb.String()+"/32", "dev", "lo")
