@@ -6,13 +6,15 @@ PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo clean
+.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo man completion clean
 
 all: build
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/udpstp
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild systemd-check
@@ -29,7 +31,7 @@ unit:
 # fuzz: every fuzz target runs briefly beyond its committed seed corpus.
 # -fuzz must match exactly one target in one package, hence the loop.
 fuzz:
-	@set -e; for pkg in ./dataphase ./control; do \
+	@set -e; for pkg in ./dataphase ./control ./report/plot; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
 			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null; \
@@ -90,5 +92,22 @@ demo: build
 	echo "server log:   $(CURDIR)/demo-results/server.log"; \
 	exit $$status
 
+# man: udpstp(1), generated from the command definitions (udpstp man), in
+# build/man. Generated, not committed: it cannot go stale that way; the
+# release archive and the packages take it from here.
+man: build
+	@mkdir -p build/man
+	$(BIN) man >build/man/udpstp.1
+	@echo "man page: $(CURDIR)/build/man/udpstp.1 (man -l build/man/udpstp.1)"
+
+# completion: the bash, zsh and fish completion scripts in build/completion,
+# under the names each shell's completion directory expects.
+completion: build
+	@mkdir -p build/completion
+	$(BIN) completion bash >build/completion/udpstp
+	$(BIN) completion zsh >build/completion/_udpstp
+	$(BIN) completion fish >build/completion/udpstp.fish
+	@echo "completion scripts: $(CURDIR)/build/completion/{udpstp,_udpstp,udpstp.fish}"
+
 clean:
-	rm -rf bin demo-results
+	rm -rf bin build demo-results

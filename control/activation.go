@@ -25,12 +25,6 @@ const (
 	ActivationRandomPayload uint8 = 0x02 // -X; kept only if the server allows it
 )
 
-// Rate adjustment algorithms.
-const (
-	AlgorithmB uint8 = 0
-	AlgorithmC uint8 = 1
-)
-
 // ActivationPDU is a Test Activation Request or Response.
 type ActivationPDU struct {
 	ProtocolVer     uint16
@@ -49,7 +43,7 @@ type ActivationPDU struct {
 	SeqErrThresh    uint16
 	IgnoreOooDup    uint8
 	ModifierBitmap  uint8 // ActivationStartIndex | ActivationRandomPayload
-	RateAdjAlgo     uint8 // AlgorithmB or AlgorithmC
+	RateAdjAlgo     uint8 // dataphase.AlgorithmB or dataphase.AlgorithmC
 	ECNCEThresh     uint8 // protocol 20: "reserved2" carries the CE threshold
 	Rate            dataphase.SendingRate
 
@@ -108,10 +102,7 @@ func (p *ActivationPDU) Encode(b []byte, legacy bool) []byte {
 // It drops what OB-UDPST drops silently: wrong identifier, cmdRequest other
 // than 1 or 2, a non-zero checksum that fails. Parameter ranges are not
 // errors: the server coerces them (wire.md 2.4.2).
-//
-// OB-UDPST's server takes any length from 60 to 104 on a protocol 20
-// connection and reads the rest of the struct from its buffer; no client sends
-// such lengths, so we insist on the size the version implies.
+// A server takes shorter requests too: see DecodeRequest.
 func (p *ActivationPDU) Decode(b []byte, legacy bool) error {
 	want := ActivationLen
 	if legacy {
@@ -157,4 +148,20 @@ func (p *ActivationPDU) Decode(b []byte, legacy bool) error {
 	p.Reserved5 = b[62]
 	p.authBlock.get(b)
 	return nil
+}
+
+// DecodeRequest parses a Test Activation Request on the server. It is
+// Decode, except that a protocol 20 connection also takes 60 to 103 bytes,
+// as OB-UDPST 9.0.0's server does (wire.md 2.4.3): the fields past the
+// received length read as zero (OB-UDPST reads whatever its buffer held
+// there, so its answer to such a request is not defined; ours is), and
+// the response keeps the request's length, which DecodeRequest returns. A
+// short request has no auth block, so it cannot pass authentication.
+func (p *ActivationPDU) DecodeRequest(b []byte, legacy bool) (int, error) {
+	if legacy || len(b) < ActivationLegacyLen || len(b) >= ActivationLen {
+		return len(b), p.Decode(b, legacy)
+	}
+	var full [ActivationLen]byte
+	copy(full[:], b)
+	return len(b), p.Decode(full[:], false)
 }

@@ -8,23 +8,32 @@ import (
 
 // admission keeps the server's budget: Test Connection slots and, with -B,
 // one bandwidth pool per direction (wire.md 2.1.2, measurement.md 8.1).
+// Both are reserved at Setup, as OB-UDPST does, so a client asking for
+// more connections than there are slots gets code 13 at once; what Test
+// Connections awaiting their activation hold can be evicted by a newer
+// Setup (pending.go, Server.admitSetup), so a flood of Setup Requests
+// cannot hold the slots of running tests or keep a new client out.
 type admission struct {
 	mu       sync.Mutex
 	maxConns int
-	maxBW    int // Mbps per direction; 0: no bandwidth Admission
-	conns    int
-	used     [2]int // [downstream, upstream] Mbps reserved
+	maxBW    int    // Mbps per direction; 0: no bandwidth Admission
+	conns    int    // allocated: awaiting activation or running
+	active   int    // running: activated
+	used     [2]int // [downstream, upstream] Mbps reserved, pending and running
+	activeBW [2]int // the part of used held by running Test Connections
 	peak     [3]int // most conns, down, up in use since the last peaks()
 }
 
 // grant is one accepted Test Connection's reservation.
 type grant struct {
-	dir int // the pool: dirIndex of the request's maxBandwidth
-	mbw int
+	dir    int // the pool: dirIndex of the request's maxBandwidth
+	mbw    int
+	active bool // its Test Connection was activated
 }
 
 // checkBandwidth returns the Setup code the bandwidth rules give a request
-// (0, SetupNoMaxBW or SetupCapExceeded) without reserving anything.
+// (0, SetupNoMaxBW or SetupCapExceeded) without reserving anything. Only
+// running Test Connections count: what pending ones hold can be evicted.
 func (a *admission) checkBandwidth(maxBandwidth uint16) uint8 {
 	if a.maxBW == 0 {
 		return 0
@@ -35,31 +44,43 @@ func (a *admission) checkBandwidth(maxBandwidth uint16) uint8 {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.used[dirIndex(maxBandwidth)]+mbw > a.maxBW {
+	if a.activeBW[dirIndex(maxBandwidth)]+mbw > a.maxBW {
 		return SetupCapExceeded
 	}
 	return 0
 }
 
-// reserve takes a slot and the bandwidth, or returns the code that refuses
-// them: the pool may have filled between the check and the reservation.
+// reserve takes a slot and the bandwidth for a Setup, or returns the code
+// that refuses them: SetupConnFail when every slot is reserved,
+// SetupCapExceeded when the pool cannot hold the bandwidth (pending
+// reservations included, which the caller may evict to make room).
 func (a *admission) reserve(maxBandwidth uint16) (grant, uint8) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g := grant{dir: dirIndex(maxBandwidth)}
+	if a.conns >= a.maxConns {
+		return grant{}, SetupConnFail
+	}
 	if a.maxBW > 0 {
 		g.mbw = int(maxBandwidth & MaxBandwidthMask)
 		if a.used[g.dir]+g.mbw > a.maxBW {
 			return grant{}, SetupCapExceeded
 		}
 	}
-	if a.conns >= a.maxConns {
-		return grant{}, SetupConnFail
-	}
 	a.conns++
 	a.used[g.dir] += g.mbw
 	a.notePeak()
 	return g, 0
+}
+
+// activate marks a reservation whose Test Activation came: it can no
+// longer be evicted, and its bandwidth counts as running.
+func (a *admission) activate(g *grant) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.active++
+	a.activeBW[g.dir] += g.mbw
+	g.active = true
 }
 
 // release returns a reservation. (OB-UDPST releases from the pool of the
@@ -70,9 +91,14 @@ func (a *admission) release(g grant) {
 	defer a.mu.Unlock()
 	a.conns--
 	a.used[g.dir] = max(0, a.used[g.dir]-g.mbw)
+	if g.active {
+		a.active--
+		a.activeBW[g.dir] = max(0, a.activeBW[g.dir]-g.mbw)
+	}
 }
 
-// snapshot returns the Test Connections and bandwidth in use.
+// snapshot returns the Test Connections reserved (awaiting activation or
+// running) and the bandwidth reserved per direction.
 func (a *admission) snapshot() (conns, down, up int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -186,6 +186,15 @@ func AuthTime(pdu []byte) uint32 {
 	return binary.BigEndian.Uint32(pdu[len(pdu)-authTimeBack:])
 }
 
+// AuthDigest returns a control PDU's authDigest (zero if the PDU is too
+// short to have one).
+func AuthDigest(pdu []byte) (d [authDigestLen]byte) {
+	if len(pdu) >= authBlockLen {
+		copy(d[:], pdu[len(pdu)-authDigestBack:])
+	}
+	return d
+}
+
 // AuthKeyID returns the keyId of a control PDU.
 func AuthKeyID(pdu []byte) uint8 {
 	if len(pdu) < authBlockLen {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/memnet"
 )
 
 func testClientConfig() ClientConfig {
@@ -73,37 +75,35 @@ func TestServerDropsJunk(t *testing.T) {
 	attacker := netip.MustParseAddrPort("127.0.0.1:666")
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	for _, b := range junk(r) {
-		w.send(b, attacker, ctl)
+		w.Send(b, attacker, ctl)
 	}
 	// Junk aimed at the test socket the real client is about to use.
 	var injected atomic.Bool
-	w.mu.Lock()
-	w.tap = func(b []byte, from, to netip.AddrPort) bool {
+	w.SetTap(func(b []byte, from, to netip.AddrPort) bool {
 		if from == ctl && len(b) == SetupLen && b[9] == SetupAccepted && !injected.Swap(true) {
 			var resp SetupPDU
 			resp.Decode(b)
 			tp := netip.AddrPortFrom(ctl.Addr(), resp.TestPort)
 			go func() {
 				for _, j := range junk(r) {
-					w.send(j, attacker, tp)
+					w.Send(j, attacker, tp)
 				}
 			}()
 		}
 		return true
-	}
-	w.mu.Unlock()
+	})
 	ccfg := testClientConfig()
 	cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 9, func(string) {})
 	if err != nil {
 		t.Fatalf("the real client was not served: %v", err)
 	}
 	cc.Sock.Close()
-	if n := s.Counters.SetupInvalid.Load(); n < 20 {
+	if n := s.Counters.Load(CountSetupInvalid); n < 20 {
 		t.Errorf("%d invalid Setup Requests counted", n)
 	}
-	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
-		if d.addr == attacker {
-			t.Errorf("the server answered junk: %x", d.b)
+	for _, d := range s.ctl[0].(*memnet.Socket).Sent() {
+		if d.Addr == attacker {
+			t.Errorf("the server answered junk: %x", d.B)
 		}
 	}
 }
@@ -116,17 +116,15 @@ func TestClientIgnoresJunk(t *testing.T) {
 	_, cn, w := inMemory(t, cfg, ServerOptions{})
 	r := rand.New(rand.NewPCG(3, 4))
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
-	w.mu.Lock()
-	w.tap = func(b []byte, from, to netip.AddrPort) bool {
+	w.SetTap(func(b []byte, from, to netip.AddrPort) bool {
 		if from == ctl {
-			w.bound[to].deliver([]byte{0xde, 0xad, 1}, ctl) // a short "Null PDU": ignored
+			w.Socket(to).Deliver([]byte{0xde, 0xad, 1}, ctl) // a short "Null PDU": ignored
 			for _, j := range junk(r)[:8] {
-				w.bound[to].deliver(j, ctl)
+				w.Socket(to).Deliver(j, ctl)
 			}
 		}
 		return true
-	}
-	w.mu.Unlock()
+	})
 	var alerts atomic.Int32
 	ccfg := testClientConfig()
 	cc, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 9,
@@ -160,7 +158,7 @@ func TestActivationTimeoutReleases(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if conns, down, _ := s.Active(); conns == 0 && down == 0 {
-			if s.Counters.ActivationWait.Load() != 1 {
+			if s.Counters.Load(CountActivationWait) != 1 {
 				t.Errorf("timeout not counted")
 			}
 			return
@@ -179,7 +177,7 @@ func TestLegacyClient(t *testing.T) {
 	cfg := DefaultServerConfig()
 	_, cn, _ := inMemory(t, cfg, ServerOptions{})
 	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
-	fs := sock.(*fakeSocket)
+	fs := sock.(*memnet.Socket)
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	req := (&SetupPDU{ProtocolVer: 11, MCCount: 1, MCIdent: 5, CmdRequest: 1, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	sock.SendTo(req, ctl)
@@ -204,7 +202,7 @@ func TestLegacyClient(t *testing.T) {
 	for {
 		n, _, err = sock.RecvFrom(buf, time.Now().Add(time.Second))
 		if err != nil {
-			t.Fatalf("no activation response: %v (sent %d datagrams)", err, len(fs.sentCopy()))
+			t.Fatalf("no activation response: %v (sent %d datagrams)", err, len(fs.Sent()))
 		}
 		if IsNullPDU(buf[:n]) {
 			t.Fatal("a Null PDU for a protocol 11 client")
@@ -229,13 +227,13 @@ func TestLegacyClient(t *testing.T) {
 func TestJunkIsCheap(t *testing.T) {
 	cfg := DefaultServerConfig()
 	cfg.BindAddrs = []string{"127.0.0.1"}
-	s, err := NewServerWith(cfg, &fakeNet{}, slog.New(slog.DiscardHandler), ServerOptions{SetupRate: 0.001, SetupBurst: 1})
+	s, err := NewServerWith(cfg, fakeNet{&memnet.Net{}}, slog.New(slog.DiscardHandler), ServerOptions{SetupRate: 0.001, SetupBurst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	from := netip.MustParseAddrPort("192.0.2.1:5")
 	limited := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1}).Encode(make([]byte, SetupLen))
-	s.handleSetup(s.ctl[0], limited, from) // the source's one token
+	s.handleSetup(s.ctl[0], limited, from, netip.Addr{}) // the source's one token
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -244,7 +242,7 @@ func TestJunkIsCheap(t *testing.T) {
 		{"wrong identifier", make([]byte, SetupLen), 1},
 		{"over the rate", limited, 0},
 	} {
-		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from) }); n > c.max {
+		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
 			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
 		}
 	}

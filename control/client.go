@@ -59,15 +59,15 @@ func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr,
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}
 	server := netip.AddrPortFrom(addr, uint16(srv.Port))
-	fam := FamilyV6
+	fam := dataphase.FamilyV6
 	if addr.Is4() {
-		fam = FamilyV4
+		fam = dataphase.FamilyV4
 	}
 	laddr := netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-	if fam == FamilyV4 {
+	if fam == dataphase.FamilyV4 {
 		laddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}
-	sock, err := n.ListenUDP(laddr, SocketOptions{Family: fam, V6Only: cfg.Family == FamilyV6, SockBuf: cfg.SockBuf})
+	sock, err := n.ListenUDP(laddr, SocketOptions{Family: fam, V6Only: cfg.Family == dataphase.FamilyV6, SockBuf: cfg.SockBuf})
 	if err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}
@@ -115,12 +115,24 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	// An interrupt ends the wait at once instead of at the deadline.
 	defer context.AfterFunc(ctx, func() { sock.Close() })()
 	var resp SetupPDU
-	var respFrom netip.AddrPort
+	// foreign is the first datagram that came from elsewhere than the
+	// server asked: named if the wait times out.
+	var foreign netip.AddrPort
 	// The Setup Request goes out once, as OB-UDPST's does: a second one
 	// would cost the server a second session, and with -B a second
 	// bandwidth reservation for 3 s that sibling connections may need.
 	err := exchange(ctx, sock, buf, deadline, 1, func() error { return sock.SendTo(out, server) },
 		func(b []byte, from netip.AddrPort) (bool, error) {
+			// Only the address and port asked answer: anyone may send a
+			// datagram that looks like a Setup Response, naming a test
+			// port at an address of its choice. (OB-UDPST's client takes
+			// a response from anywhere and tests against its source.)
+			if from.Addr().Unmap() != server.Addr().Unmap() || from.Port() != server.Port() {
+				if !foreign.IsValid() {
+					foreign = from
+				}
+				return false, nil
+			}
 			if err := resp.Decode(b); err != nil {
 				alert(alertText("setup response", b) + " [Server" + suffix + "]")
 				return false, nil
@@ -135,17 +147,23 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 			if resp.CmdResponse != SetupAccepted {
 				return false, setupRefused(resp.CmdResponse, resp.ProtocolVer, suffix)
 			}
-			respFrom = from
 			return true, nil
 		})
 	if err != nil {
-		return nil, setupErr(ctx, err, suffix)
+		err = setupErr(ctx, err, suffix)
+		if se, ok := err.(*SetupError); ok && se.Status == 1 && foreign.IsValid() {
+			// A multi-homed server that answers from another of its
+			// addresses (OB-UDPST bound to a wildcard address does)
+			// looks like this: say so.
+			se.Msg += fmt.Sprintf(" (a response came from %v, which was not asked; ask that address instead)", foreign)
+		}
+		return nil, err
 	}
 
-	// Test Activation, from the same socket, to the source address of the
-	// Setup Response (a server bound to every address answers from the one
-	// its routing picks) and the test port it named.
-	peer := netip.AddrPortFrom(respFrom.Addr(), resp.TestPort)
+	// Test Activation, from the same socket, to the address asked and the
+	// test port the Setup Response named: the connected socket then takes
+	// only what comes from there.
+	peer := netip.AddrPortFrom(server.Addr(), resp.TestPort)
 	if err := sock.Connect(peer); err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + suffix + ": " + err.Error()}
 	}

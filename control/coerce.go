@@ -79,8 +79,8 @@ func Coerce(a *ActivationPDU, legacy bool, lim Limits, table []dataphase.Sending
 	if !lim.AllowRandom {
 		a.ModifierBitmap &^= ActivationRandomPayload
 	}
-	if a.RateAdjAlgo > AlgorithmC {
-		a.RateAdjAlgo = AlgorithmB
+	if a.RateAdjAlgo > dataphase.AlgorithmC {
+		a.RateAdjAlgo = dataphase.AlgorithmB
 	}
 	if !legacy {
 		if subs := int(a.TestIntTime) * 1000 / period; int(a.SRAdjSuppCount) >= subs {

@@ -57,7 +57,7 @@ func TestCoerce(t *testing.T) {
 		{"random payload allowed", func(a *ActivationPDU) { a.ModifierBitmap = ActivationRandomPayload }, func(l *Limits) { l.AllowRandom = true },
 			func(a *ActivationPDU) bool { return a.ModifierBitmap == ActivationRandomPayload }, 0},
 		{"algorithm", func(a *ActivationPDU) { a.RateAdjAlgo = 7 }, nil,
-			func(a *ActivationPDU) bool { return a.RateAdjAlgo == AlgorithmB }, 0},
+			func(a *ActivationPDU) bool { return a.RateAdjAlgo == dataphase.AlgorithmB }, 0},
 		{"delta, slow threshold, flags", func(a *ActivationPDU) { a.HighSpeedDelta, a.SlowAdjThresh, a.UseOwDelVar, a.IgnoreOooDup = 0, 0, 2, 2 }, nil,
 			func(a *ActivationPDU) bool {
 				return a.HighSpeedDelta == 10 && a.SlowAdjThresh == 3 && a.UseOwDelVar == 0 && a.IgnoreOooDup == 1

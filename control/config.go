@@ -35,20 +35,11 @@ const (
 	SetupTimeout        = 3 * time.Second // one timer for Setup and Test Activation
 )
 
-// Family restricts the address family (-4, -6).
-type Family int
-
-const (
-	FamilyAny Family = 0
-	FamilyV4  Family = 4
-	FamilyV6  Family = 6
-)
-
 // ServerConfig is everything `udpstp server` was told.
 type ServerConfig struct {
 	BindAddrs []string // local addresses to listen on; empty: every address, IPv4 and IPv6
 	Port      int      // control port
-	Family    Family
+	Family    dataphase.Family
 
 	NoJumbo        bool // -j
 	TraditionalMTU bool // -T
@@ -92,7 +83,7 @@ type ServerAddr struct {
 type ClientConfig struct {
 	Servers  []ServerAddr
 	Upstream bool
-	Family   Family
+	Family   dataphase.Family
 	ConnMin  int // -C min
 	ConnMax  int // -C max
 
@@ -116,7 +107,7 @@ type ClientConfig struct {
 	SeqErrThresh   int    // -q
 	IncludeOooDup  bool   // -R
 	UseOwDelVar    bool   // -o
-	Algorithm      uint8  // AlgorithmB or AlgorithmC
+	Algorithm      uint8  // dataphase.AlgorithmB or dataphase.AlgorithmC
 	SRIndex        uint16 // -I: fixed or starting row; dataphase.AutoRateIndex = search from 0
 	StartIndex     bool   // -I @n
 	DSCPECN        int    // -m

@@ -27,7 +27,7 @@ type Socket interface {
 
 // SocketOptions are what the Control Phase asks of a new socket.
 type SocketOptions struct {
-	Family  Family
+	Family  dataphase.Family
 	V6Only  bool // an AF_INET6 socket that does not take IPv4 (-6)
 	SockBuf int  // SO_SNDBUF/SO_RCVBUF request; 0 = system default
 }

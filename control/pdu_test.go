@@ -83,7 +83,7 @@ func populatedActivation() ActivationPDU {
 		SeqErrThresh:    0x0e0f,
 		IgnoreOooDup:    1,
 		ModifierBitmap:  ActivationStartIndex | ActivationRandomPayload,
-		RateAdjAlgo:     AlgorithmC,
+		RateAdjAlgo:     dataphase.AlgorithmC,
 		ECNCEThresh:     0x0a,
 		Rate: dataphase.SendingRate{
 			TxInterval1: 0x11, UDPPayload1: 0x12, BurstSize1: 0x13,
@@ -231,7 +231,7 @@ func TestActivationWireExample(t *testing.T) {
 		SlowAdjThresh:  3,
 		SeqErrThresh:   10,
 		IgnoreOooDup:   1,
-		RateAdjAlgo:    AlgorithmB,
+		RateAdjAlgo:    dataphase.AlgorithmB,
 		SubIntPeriod:   1000,
 		authBlock:      authBlock{AuthMode: AuthNone},
 	}

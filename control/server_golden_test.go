@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/memnet"
 )
 
 // serverConfigOf builds our server's configuration from a reference run's
@@ -79,18 +80,18 @@ func TestGoldenServerResponses(t *testing.T) {
 }
 
 func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.PDU) {
-	n := &fakeNet{}
+	n := fakeNet{&memnet.Net{}}
 	s, err := NewServer(cfg, n, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := n.sockets[0]
+	ctl := n.Sockets()[0]
 	// The server's clock, set to each answer's capture time; the server's
 	// goroutines read it while the test moves it, hence the atomic.
 	var now atomic.Int64
 	s.now = func() time.Time { return time.Unix(now.Load(), 0) }
 	loop := netip.MustParseAddr("127.0.0.1")
-	testSock := map[int]*fakeSocket{} // client port -> our test socket
+	testSock := map[int]*memnet.Socket{} // client port -> our test socket
 	setupReq := map[int][]byte{}
 	for i, p := range pdus {
 		switch {
@@ -102,13 +103,13 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 				t.Fatalf("pdu %d: response without request", i)
 			}
 			now.Store(authTimeOr(p.Bytes).Unix())
-			before := len(ctl.sentCopy())
-			s.handleSetup(ctl, req, netip.AddrPortFrom(loop, uint16(p.DstPort)))
-			sent := ctl.sentCopy()
+			before := len(ctl.Sent())
+			s.handleSetup(ctl, req, netip.AddrPortFrom(loop, uint16(p.DstPort)), netip.Addr{})
+			sent := ctl.Sent()
 			if len(sent) != before+1 {
 				t.Fatalf("pdu %d: our server sent %d responses", i, len(sent)-before)
 			}
-			got := sent[len(sent)-1].b
+			got := sent[len(sent)-1].B
 			want := p.Bytes
 			if got[9] == SetupAccepted {
 				// Ours is on another port: compare the rest, and check our
@@ -119,9 +120,8 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 					copy(mask[20:52], want[20:52])
 				}
 				got = mask
-				n.mu.Lock()
-				testSock[p.DstPort] = n.sockets[len(n.sockets)-1]
-				n.mu.Unlock()
+				socks := n.Sockets()
+				testSock[p.DstPort] = socks[len(socks)-1]
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("pdu %d: Setup Response differs\n ours %x\n ref  %x", i, got, want)
@@ -131,8 +131,8 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			if ts == nil {
 				t.Fatalf("pdu %d: Null PDU for a connection we refused", i)
 			}
-			sent := ts.sentCopy()
-			if len(sent) == 0 || !bytes.Equal(sent[0].b[:12], p.Bytes[:12]) || sent[0].addr.Port() != uint16(p.DstPort) {
+			sent := ts.Sent()
+			if len(sent) == 0 || !bytes.Equal(sent[0].B[:12], p.Bytes[:12]) || sent[0].Addr.Port() != uint16(p.DstPort) {
 				t.Errorf("pdu %d: Null PDU differs or went elsewhere: %v", i, sent)
 			}
 		case p.ID == "ace2" && p.Dir == "c2s":
@@ -140,7 +140,7 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			if ts == nil {
 				t.Fatalf("pdu %d: activation for an unknown connection", i)
 			}
-			ts.deliver(p.Bytes, netip.AddrPortFrom(loop, uint16(p.SrcPort)))
+			ts.Deliver(p.Bytes, netip.AddrPortFrom(loop, uint16(p.SrcPort)))
 		case p.ID == "ace2" && p.Dir == "s2c":
 			ts := testSock[p.DstPort]
 			now.Store(authTimeOr(p.Bytes).Unix())
@@ -151,8 +151,8 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			if !bytes.Equal(got, p.Bytes) {
 				t.Errorf("pdu %d: Test Activation Response differs\n ours %x\n ref  %x", i, got, p.Bytes)
 			}
-			if e.DSCPECN != 0 && int(ts.tos) != e.DSCPECN {
-				t.Errorf("pdu %d: socket marked %#x before the response, want %#x", i, ts.tos, e.DSCPECN)
+			if e.DSCPECN != 0 && int(ts.TOS()) != e.DSCPECN {
+				t.Errorf("pdu %d: socket marked %#x before the response, want %#x", i, ts.TOS(), e.DSCPECN)
 			}
 		}
 	}
@@ -163,7 +163,7 @@ func replaySetup(t *testing.T, cfg ServerConfig, e golden.Expect, pdus []golden.
 			answered++
 		}
 	}
-	if got := len(ctl.sentCopy()); got != answered {
+	if got := len(ctl.Sent()); got != answered {
 		t.Errorf("our server answered %d Setup Requests, the reference %d", got, answered)
 	}
 	s.closeControl()
@@ -179,11 +179,11 @@ func authTimeOr(b []byte) time.Time {
 }
 
 // waitSent waits for the nth datagram sent on a fake socket.
-func waitSent(t *testing.T, s *fakeSocket, nth int) []byte {
+func waitSent(t *testing.T, s *memnet.Socket, nth int) []byte {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if sent := s.sentCopy(); len(sent) >= nth {
-			return sent[nth-1].b
+		if sent := s.Sent(); len(sent) >= nth {
+			return sent[nth-1].B
 		}
 	}
 	return nil

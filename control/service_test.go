@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/memnet"
 )
 
 // TestSetupFloodFromOneSource: a source that sends Setup Requests faster
@@ -31,22 +32,22 @@ func TestSetupFloodFromOneSource(t *testing.T) {
 	const flood = 200
 	for i := 0; i < flood; i++ {
 		from := netip.AddrPortFrom(flooder.Addr(), uint16(4000+i)) // any port: the address is what is limited
-		w.send(req, from, ctl)
+		w.Send(req, from, ctl)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Counters.SetupRequests.Load() < flood && time.Now().Before(deadline) {
+	for s.Counters.Load(CountSetupRequests) < flood && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	n := s.Snapshot()
-	if n.SetupRateLimited < flood-12 || n.SetupRateLimited > flood-10 {
-		t.Errorf("%d of %d requests dropped over the rate, want about %d", n.SetupRateLimited, flood, flood-10)
+	if n.Counts[CountSetupRateLimited] < flood-12 || n.Counts[CountSetupRateLimited] > flood-10 {
+		t.Errorf("%d of %d requests dropped over the rate, want about %d", n.Counts[CountSetupRateLimited], flood, flood-10)
 	}
-	if got := n.Rejected[SetupJumboMismatch]; got+n.SetupRateLimited != flood {
-		t.Errorf("%d refused + %d dropped != %d received", got, n.SetupRateLimited, flood)
+	if got := n.Rejected[SetupJumboMismatch]; got+n.Counts[CountSetupRateLimited] != flood {
+		t.Errorf("%d refused + %d dropped != %d received", got, n.Counts[CountSetupRateLimited], flood)
 	}
 	answered := 0
-	for _, d := range s.ctl[0].(*fakeSocket).sentCopy() {
-		if d.addr.Addr() == flooder.Addr() {
+	for _, d := range s.ctl[0].(*memnet.Socket).Sent() {
+		if d.Addr.Addr() == flooder.Addr() {
 			answered++
 		}
 	}
@@ -137,8 +138,8 @@ func TestSetKeysWhileServing(t *testing.T) {
 	if err := activate("old-key", 1); !errors.As(err, &se) || se.Status != 107 {
 		t.Errorf("old key after the reload: %v, want ErrorStatus 107", err)
 	}
-	if n := s.Snapshot(); n.AuthFailure != 1 || n.Rejected[SetupAuthFail] != 1 {
-		t.Errorf("authentication failures %d, code 7 refusals %d; want 1, 1", n.AuthFailure, n.Rejected[SetupAuthFail])
+	if n := s.Snapshot(); n.Counts[CountAuthFailure] != 1 || n.Rejected[SetupAuthFail] != 1 {
+		t.Errorf("authentication failures %d, code 7 refusals %d; want 1, 1", n.Counts[CountAuthFailure], n.Rejected[SetupAuthFail])
 	}
 }
 
@@ -150,13 +151,13 @@ func TestPeaksAndInvalidCounts(t *testing.T) {
 	s, cn, w := inMemory(t, cfg, ServerOptions{})
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port))
 	src := netip.MustParseAddrPort("127.0.0.3:999")
-	w.send(make([]byte, 10), src, ctl) // size
+	w.Send(make([]byte, 10), src, ctl) // size
 	bad := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	bad[0] = 0x12 // identifier: format
-	w.send(bad, src, ctl)
+	w.Send(bad, src, ctl)
 	bad = (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	bad[SetupLen-1] = 1 // a checksum that does not verify
-	w.send(bad, src, ctl)
+	w.Send(bad, src, ctl)
 	var ccs []*ClientConn
 	for i, bw := range []int{300, 200} {
 		c := testClientConfig()
@@ -169,7 +170,7 @@ func TestPeaksAndInvalidCounts(t *testing.T) {
 		ccs = append(ccs, cc)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for s.Counters.InvalidChecksum.Load() == 0 && time.Now().Before(deadline) {
+	for s.Counters.Load(CountInvalidChecksum) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// fakeNet's Data Phases end at once: the reservations are gone by now,
@@ -189,44 +190,88 @@ func TestPeaksAndInvalidCounts(t *testing.T) {
 		t.Errorf("peaks of the next period %d, %d/%d; want 0", c, d, u)
 	}
 	n := s.Snapshot()
-	if n.InvalidSize != 1 || n.InvalidFormat != 1 || n.InvalidChecksum != 1 || n.SetupInvalid != 3 {
-		t.Errorf("invalid size/format/checksum %d/%d/%d (total %d), want 1/1/1 (3)", n.InvalidSize, n.InvalidFormat, n.InvalidChecksum, n.SetupInvalid)
+	if n.Counts[CountInvalidSize] != 1 || n.Counts[CountInvalidFormat] != 1 || n.Counts[CountInvalidChecksum] != 1 || n.Counts[CountSetupInvalid] != 3 {
+		t.Errorf("invalid size/format/checksum %d/%d/%d (total %d), want 1/1/1 (3)", n.Counts[CountInvalidSize], n.Counts[CountInvalidFormat], n.Counts[CountInvalidChecksum], n.Counts[CountSetupInvalid])
 	}
-	if n.Accepted != 2 || n.ActivationRequests != 2 || n.Activated != 2 {
-		t.Errorf("accepted %d, activation requests %d, activated %d; want 2, 2, 2", n.Accepted, n.ActivationRequests, n.Activated)
+	if n.Counts[CountSetupAccepted] != 2 || n.Counts[CountActivationRequests] != 2 || n.Counts[CountActivated] != 2 {
+		t.Errorf("accepted %d, activation requests %d, activated %d; want 2, 2, 2", n.Counts[CountSetupAccepted], n.Counts[CountActivationRequests], n.Counts[CountActivated])
 	}
 	for _, cc := range ccs {
 		cc.Sock.Close()
 	}
 }
 
-// TestDataPhaseEventsCounted: the data counters add up what Status PDUs
-// and warnings report.
+// TestDataPhaseEventsCounted: the data counters add up what the Data
+// Phases counted and carried in their events; warnings are shown, not
+// counted.
 func TestDataPhaseEventsCounted(t *testing.T) {
 	s := &Server{}
+	var a, b dataphase.Counts
+	a[dataphase.CountStatusSent], a[dataphase.CountRxIPBytes], a[dataphase.CountLocalStatusLoss] = 1, 1280, 3+65535
+	b[dataphase.CountStatusSent], b[dataphase.CountLoadInvalidSize], b[dataphase.CountStatusInvalidChecksum] = 2, 1, 4
 	for _, ev := range []dataphase.Event{
-		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: true, Datagrams: 10, Bytes: 1000, Loss: 1, Ooo: 2, Dup: 3}},
-		{Kind: dataphase.EvTrial, Trial: dataphase.TrialInfo{Sent: false, Datagrams: 20, Bytes: 2000, Loss: 4}},
-		// What the Data Phase counted, uncapped, carried by its events.
-		{Kind: dataphase.EvEnd, Anomalies: dataphase.Anomalies{
-			LocalStatusLoss: 3 + 65535, RemoteStatusLoss: 2, LocalTrafficStop: 1}},
-		{Kind: dataphase.EvEnd, Anomalies: dataphase.Anomalies{RemoteTrafficStop: 1,
-			LoadInvalidSize: 1, LoadInvalidFormat: 1, StatusInvalidSize: 1, StatusInvalidFormat: 1}},
-		// Warnings are shown, not counted.
+		{Kind: dataphase.EvTrial, Counts: a},
+		{Kind: dataphase.EvEnd, Counts: b},
 		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"},
 	} {
-		s.countEvent(&ev, 28)
+		s.countEvent(&ev)
 	}
-	got := s.Snapshot().Data
-	want := DataTotals{
-		StatusSent: 1, StatusReceived: 1,
-		RxDatagrams: 10, RxIPBytes: 1000 + 10*28, RxLoss: 1, RxOooDup: 5,
-		TxDatagrams: 20, TxIPBytes: 2000 + 20*28, TxLoss: 4,
-		LocalStatusLoss: 3 + 65535, RemoteStatusLoss: 2, LocalTrafficStop: 1, RemoteTrafficStop: 1,
-		LoadInvalidSize: 1, LoadInvalidFormat: 1, StatusInvalidSize: 1, StatusInvalidFormat: 1,
+	var want dataphase.Counts
+	want[dataphase.CountStatusSent] = 3
+	want[dataphase.CountRxIPBytes] = 1280
+	want[dataphase.CountLocalStatusLoss] = 3 + 65535
+	want[dataphase.CountLoadInvalidSize] = 1
+	want[dataphase.CountStatusInvalidChecksum] = 4
+	if got := s.Snapshot().Data; got != want {
+		t.Errorf("data totals\n got %v\nwant %v", got, want)
 	}
-	if got != want {
-		t.Errorf("data totals\n got %+v\nwant %+v", got, want)
+}
+
+// TestSnapshotEach: Each lists every counter of the snapshot once, with
+// a unique snake_case name and help text, and the value counted.
+func TestSnapshotEach(t *testing.T) {
+	s := &Server{}
+	s.Counters.Add(CountAuthTime)
+	s.Counters.reject(SetupCapExceeded)
+	s.Counters.end(dataphase.EndWatchdog)
+	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}})
+	s.Counters.runningUp.Add(1)
+	n := s.Snapshot()
+	values := map[string]uint64{}
+	var infos []dataphase.CounterInfo // each name once
+	count := 0
+	n.Each(func(m Metric) {
+		count++
+		key := m.Name + "{" + m.Label + "=" + m.LabelValue + "}"
+		if _, dup := values[key]; dup {
+			t.Errorf("%s listed twice", key)
+		}
+		values[key] = m.Value
+		if len(infos) == 0 || infos[len(infos)-1].Name != m.Name {
+			infos = append(infos, m.CounterInfo)
+		}
+	})
+	if err := dataphase.CheckCounterInfo(infos); err != nil {
+		t.Error(err)
+	}
+	labelled := int(numSetupCodes-SetupBadVersion) + int(dataphase.NumEndReasons-dataphase.EndStopped)
+	if want := 5 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
+		t.Errorf("%d values listed, want %d", count, want)
+	}
+	for _, c := range []struct {
+		key  string
+		want uint64
+	}{
+		{"auth_time_failures{=}", 1},
+		{"setup_rejected{code=10}", 1},
+		{"setup_rejected{code=2}", 0},
+		{"tests_ended{reason=watchdog}", 1},
+		{"tx_loss{=}", 7},
+		{"running_upstream{=}", 1},
+	} {
+		if got, ok := values[c.key]; !ok || got != c.want {
+			t.Errorf("%s = %d (listed %v), want %d", c.key, got, ok, c.want)
+		}
 	}
 }
 
@@ -261,18 +306,18 @@ func TestOneTestStatus(t *testing.T) {
 		{"socket failure", []dataphase.Event{end(dataphase.EndFailure)}, 255},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newFakeWire()
+			w := memnet.NewWire()
 			cfg := DefaultServerConfig()
 			cfg.BindAddrs = []string{"127.0.0.1"}
 			cfg.OneTest = true
-			s, err := NewServer(cfg, &fakeNet{wire: w, events: tc.events}, slog.New(slog.DiscardHandler))
+			s, err := NewServer(cfg, fakeNet{&memnet.Net{Wire: w, Events: tc.events}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan struct{})
 			go func() { s.Serve(context.Background()); close(done) }()
 			ccfg := testClientConfig()
-			cc, err := Activate(context.Background(), &fakeNet{wire: w, next: 50000}, &ccfg,
+			cc, err := Activate(context.Background(), fakeNet{&memnet.Net{Wire: w, NextPort: 50000}}, &ccfg,
 				ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 77, func(string) {})
 			if err != nil {
 				t.Fatal(err)

@@ -76,7 +76,7 @@ type Conn struct {
 	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
 	refused int
 
-	anom          Anomalies // since the last event that carried them
+	counts        Counts // since the last event that carried them
 	warnings      int
 	localBleach   bool
 	remoteBleach  bool
@@ -231,8 +231,8 @@ func (c *Conn) end(r EndReason) {
 		return
 	}
 	c.done = true
-	c.events = append(c.events, Event{Kind: EvEnd, End: r, Anomalies: c.anom})
-	c.anom = Anomalies{}
+	c.events = append(c.events, Event{Kind: EvEnd, End: r, Counts: c.counts})
+	c.counts = Counts{}
 }
 
 // canWarn reports whether a warning would be shown: OB-UDPST shows at most
@@ -293,7 +293,7 @@ func (c *Conn) trafficCheck(now clock.Time) {
 	if now-c.lastRx >= clock.Time(WarnNoTraffic) {
 		c.rxStopped = true
 		c.lastRxSet = false
-		c.anom.LocalTrafficStop++
+		c.counts[CountLocalTrafficStop]++
 		c.warn(4, "LOCAL WARNING: Incoming traffic has completely stopped", false)
 		return
 	}
@@ -344,7 +344,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 			c.snd.sizeCap = c.amp.sizeCap(pending, lo)
 			bu, ok = c.snd.fire(now.Mono, c.stopping)
 			if ok && bu.count() > 0 && !c.ampFits(bu, pending) {
-				c.anom.AmpHeld++
+				c.counts[CountAmpHeld]++
 				bu = burst{} // the firing passes: the budget is spent
 			}
 		} else {
@@ -421,7 +421,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 			return false
 		}
 		if c.amp.on && c.amp.budget() < int64(statusLenFor(c.p.Legacy)) {
-			c.anom.AmpHeld++
+			c.counts[CountAmpHeld]++
 			return false // the budget is spent; the next Load PDUs refill it
 		}
 	}
@@ -546,8 +546,25 @@ func (c *Conn) trialEvent(fb TrialFeedback, s *StatusPDU, sent bool) {
 		Datagrams:    s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime,
 		Index: c.Index(), Sent: sent,
 	}
-	c.events = append(c.events, Event{Kind: EvTrial, Trial: t, Anomalies: c.anom})
-	c.anom = Anomalies{}
+	// The Status PDU's figures: what we received in its Trial Interval
+	// (ours) or what the peer received of our load (the peer's).
+	ip := uint64(t.Bytes) + uint64(t.Datagrams)*uint64(L3Overhead(c.p.IPv6))
+	k := &c.counts
+	if sent {
+		k[CountStatusSent]++
+		k[CountRxDatagrams] += uint64(t.Datagrams)
+		k[CountRxIPBytes] += ip
+		k[CountRxLoss] += uint64(t.Loss)
+		k[CountRxOooDup] += uint64(t.Ooo) + uint64(t.Dup)
+	} else {
+		k[CountStatusReceived]++
+		k[CountTxDatagrams] += uint64(t.Datagrams)
+		k[CountTxIPBytes] += ip
+		k[CountTxLoss] += uint64(t.Loss)
+		k[CountTxOooDup] += uint64(t.Ooo) + uint64(t.Dup)
+	}
+	c.events = append(c.events, Event{Kind: EvTrial, Trial: t, Counts: c.counts})
+	c.counts = Counts{}
 }
 
 func (c *Conn) subInterval(r SubIntervalResult) {
@@ -591,7 +608,7 @@ func (c *Conn) PeerRefused(n int) {
 	if c.done || n <= 0 {
 		return
 	}
-	c.anom.PeerRefused += uint64(n)
+	c.counts[CountPeerRefused] += uint64(n)
 	c.refused += n
 	if c.refused < RefusedLimit {
 		return
@@ -665,7 +682,7 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	c.seen(d.Time, h.RxStopped)
 	if e := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS); e != 0 {
-		c.anom.RemoteStatusLoss += uint64(e)
+		c.counts[CountRemoteStatusLoss] += uint64(e)
 		if c.canWarn(false) {
 			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(e)+")", false)
 		}
@@ -678,7 +695,7 @@ func (c *Conn) seen(t clock.Time, peerRxStopped uint8) {
 	c.refused = 0
 	stopped := peerRxStopped == 1
 	if stopped && !c.peerRxStopped {
-		c.anom.RemoteTrafficStop++
+		c.counts[CountRemoteTrafficStop]++
 		c.warn(5, "REMOTE WARNING: Incoming traffic has completely stopped", false)
 	}
 	c.peerRxStopped = stopped
@@ -705,7 +722,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 			c.amp.on, c.snd.sizeCap = false, 0
 		case s.TiRxDatagrams > 0:
 			// It reports Load PDUs we never sent: forged, or not ours.
-			c.anom.StatusUnproven++
+			c.counts[CountStatusUnproven]++
 			c.amp.unproven++
 			if c.amp.unproven >= maxUnproven {
 				c.warn(0, fmt.Sprintf("ERROR: %d Status PDUs reported Load PDUs that were never sent (forged activation?)", c.amp.unproven), true)
@@ -746,7 +763,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.spduSeqErr = SpduSeqErrOoO
 	}
 	if c.spduSeqErr != 0 {
-		c.anom.LocalStatusLoss += uint64(c.spduSeqErr)
+		c.counts[CountLocalStatusLoss] += uint64(c.spduSeqErr)
 		if c.canWarn(false) {
 			c.warn(2, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
 		}
@@ -812,21 +829,20 @@ func (c *Conn) invalid(kind string, err error, data []byte, n int) {
 	if pe, ok := err.(*PDUError); ok {
 		field = pe.Field
 	}
-	a := &c.anom
 	load := kind == "load"
 	switch {
 	case field == "length" && load:
-		a.LoadInvalidSize++
+		c.counts[CountLoadInvalidSize]++
 	case field == "length":
-		a.StatusInvalidSize++
+		c.counts[CountStatusInvalidSize]++
 	case field == "checkSum" && load:
-		a.LoadInvalidChecksum++
+		c.counts[CountLoadInvalidChecksum]++
 	case field == "checkSum":
-		a.StatusInvalidChecksum++
+		c.counts[CountStatusInvalidChecksum]++
 	case load:
-		a.LoadInvalidFormat++
+		c.counts[CountLoadInvalidFormat]++
 	default:
-		a.StatusInvalidFormat++
+		c.counts[CountStatusInvalidFormat]++
 	}
 	if !c.canWarn(true) {
 		return

@@ -27,7 +27,7 @@ func TestInvalidFloodAllocatesNothing(t *testing.T) {
 	if a := testing.AllocsPerRun(20, func() { c.Receive(&b) }); a != 0 {
 		t.Errorf("%.1f allocations per batch of invalid datagrams", a)
 	}
-	if c.anom.LoadInvalidFormat < 64*21 {
-		t.Errorf("counted %d invalid datagrams", c.anom.LoadInvalidFormat)
+	if c.counts[CountLoadInvalidFormat] < 64*21 {
+		t.Errorf("counted %d invalid datagrams", c.counts[CountLoadInvalidFormat])
 	}
 }

@@ -37,7 +37,30 @@ const (
 	// the server sends it (amplification.go): a forged activation, most
 	// likely, or a path that loses everything towards the peer.
 	EndUnverified
+
+	NumEndReasons // one more than the last EndReason: arrays by reason have this length
 )
+
+// Name is the reason as a short snake_case word, for counters' labels.
+func (r EndReason) Name() string {
+	switch r {
+	case EndStopped:
+		return "stopped"
+	case EndWatchdog:
+		return "watchdog"
+	case EndLocalStop:
+		return "local_stop"
+	case EndOverRate:
+		return "over_rate"
+	case EndFailure:
+		return "failure"
+	case EndPeerGone:
+		return "peer_gone"
+	case EndUnverified:
+		return "unverified"
+	}
+	return "unknown"
+}
 
 func (r EndReason) String() string {
 	switch r {
@@ -86,6 +109,13 @@ type SubIntervalResult struct {
 	WithheldDgrams  uint32
 	SenderPlanned   uint64 // datagrams the Send Plans called for
 	SenderDelivered uint64 // datagrams the kernel accepted
+	// SendRate is the sending rate row the Load Sender was at when the
+	// result arrived (an upstream client: the row the server's Status PDU
+	// carrying it assigned), for plots of the search; SendRateSet is false
+	// where this end does not send the load (a downstream client, which
+	// never learns the server's rows).
+	SendRate    SendingRate
+	SendRateSet bool
 
 	// IP fragmentation (ours, not OB-UDPST's, never on the wire; see
 	// frag.go): the IP packets beyond one per datagram that the path MTU
@@ -113,31 +143,6 @@ type TrialInfo struct {
 	Sent               bool
 }
 
-// Anomalies counts what a Test Connection's peer or path got wrong, by kind,
-// without the cap that limits warnings: OB-UDPST's server statistics count
-// them all. An event carries the counts since the previous event that
-// carried any (a Trial Interval's event, or the end), so adding them up
-// gives the totals.
-type Anomalies struct {
-	// Status PDUs lost: those sent to us (local) and those we sent (remote,
-	// as the peer reports); a reordered one counts 65535, as OB-UDPST sums
-	// them.
-	LocalStatusLoss, RemoteStatusLoss uint64
-	// "Traffic has completely stopped", here and at the peer.
-	LocalTrafficStop, RemoteTrafficStop uint64
-	// Invalid Load and Status PDUs, by what failed.
-	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
-	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
-	// PeerRefused counts ICMP port unreachable errors the socket reported
-	// (the executor tells the core, RefusalSink in engine).
-	PeerRefused uint64
-	// Anti-amplification (amplification.go), server only: Load PDUs or
-	// Status PDUs held back because the budget was spent (AmpHeld), and
-	// Status PDUs dropped because they reported Load PDUs that were never
-	// sent (StatusUnproven).
-	AmpHeld, StatusUnproven uint64
-}
-
 // Event is what a core reports to its executor. Events are rare (a few per
 // second), so they may carry strings.
 type Event struct {
@@ -151,6 +156,7 @@ type Event struct {
 	RTTMinimum    uint32
 	// EvEnd
 	End EndReason
-	// EvTrial and EvEnd: what went wrong since the previous such event.
-	Anomalies Anomalies
+	// EvTrial and EvEnd: what was counted since the previous such event
+	// (counters.go); adding them up gives the totals.
+	Counts Counts
 }

@@ -93,15 +93,11 @@ func (r *run) end() EndReason {
 	return 0
 }
 
-func (r *run) anomalies() Anomalies {
-	var a Anomalies
+func (r *run) counts() Counts {
+	var a Counts
 	for _, ev := range r.events {
 		if ev.Kind == EvTrial || ev.Kind == EvEnd {
-			x := ev.Anomalies
-			a.LoadInvalidSize += x.LoadInvalidSize
-			a.AmpHeld += x.AmpHeld
-			a.StatusUnproven += x.StatusUnproven
-			a.PeerRefused += x.PeerRefused
+			a.Add(&ev.Counts)
 		}
 	}
 	return a
@@ -194,8 +190,8 @@ func TestAmplificationUnprovenStatus(t *testing.T) {
 	if r.end() != EndUnverified || r.endAt > 310*time.Millisecond {
 		t.Errorf("ended %v at %v, want %v at 300 ms", r.end(), r.endAt, EndUnverified)
 	}
-	if a := r.anomalies(); a.StatusUnproven != maxUnproven {
-		t.Errorf("%d unproven Status PDUs counted, want %d", a.StatusUnproven, maxUnproven)
+	if a := r.counts(); a[CountStatusUnproven] != maxUnproven {
+		t.Errorf("%d unproven Status PDUs counted, want %d", a[CountStatusUnproven], maxUnproven)
 	}
 }
 
@@ -258,7 +254,7 @@ func TestAmplificationUpstream(t *testing.T) {
 	if r.end() != EndUnverified {
 		t.Errorf("ended %v", r.end())
 	}
-	if a := r.anomalies(); a.AmpHeld == 0 {
+	if a := r.counts(); a[CountAmpHeld] == 0 {
 		t.Errorf("no Status PDU held back: %+v", a)
 	}
 
@@ -292,7 +288,7 @@ func TestPoliceRealLengths(t *testing.T) {
 	if r.end() != EndOverRate || r.endAt > 3*50*time.Millisecond+time.Millisecond {
 		t.Errorf("ended %v at %v, want %v by 150 ms", r.end(), r.endAt, EndOverRate)
 	}
-	if a := r.anomalies(); a.LoadInvalidSize == 0 {
+	if a := r.counts(); a[CountLoadInvalidSize] == 0 {
 		t.Errorf("lying Load PDUs not counted invalid: %+v", a)
 	}
 	var text string
@@ -328,8 +324,8 @@ func TestLoadClaimMismatchInvalid(t *testing.T) {
 	loadIn(&b, 2, 1000, 1222, 0, hostileStart.Mono)
 	loadIn(&b, 3, 1222, 1222, 0, hostileStart.Mono)
 	c.Receive(&b)
-	if c.anom.LoadInvalidSize != 2 || c.rcv.last != 3 || c.rcv.trial.bytes != 1222 {
-		t.Errorf("invalid %d, last %d, bytes %d", c.anom.LoadInvalidSize, c.rcv.last, c.rcv.trial.bytes)
+	if c.counts[CountLoadInvalidSize] != 2 || c.rcv.last != 3 || c.rcv.trial.bytes != 1222 {
+		t.Errorf("invalid %d, last %d, bytes %d", c.counts[CountLoadInvalidSize], c.rcv.last, c.rcv.trial.bytes)
 	}
 }
 
@@ -348,7 +344,7 @@ func TestPeerRefused(t *testing.T) {
 	}
 	c.PeerRefused(1)
 	evs := c.Events()
-	if !c.Done() || evs[len(evs)-1].End != EndPeerGone || evs[len(evs)-1].Anomalies.PeerRefused != 2*RefusedLimit-1 {
+	if !c.Done() || evs[len(evs)-1].End != EndPeerGone || evs[len(evs)-1].Counts[CountPeerRefused] != 2*RefusedLimit-1 {
 		t.Fatalf("after %d refusals in a row: done %v, events %+v", RefusedLimit, c.Done(), evs)
 	}
 	if w := evs[len(evs)-2]; w.Kind != EvWarning || !strings.Contains(w.Text, "port is unreachable") {
@@ -463,8 +459,8 @@ func TestRowsValid(t *testing.T) {
 	b.Dgrams[0] = InDatagram{Len: s.Encode(b.Buf(0), false), Time: hostileStart.Mono}
 	b.N = 1
 	c.Receive(&b)
-	if c.snd.row != before || c.anom.StatusInvalidFormat != 1 {
-		t.Errorf("row %+v taken (invalid %d)", c.snd.row, c.anom.StatusInvalidFormat)
+	if c.snd.row != before || c.counts[CountStatusInvalidFormat] != 1 {
+		t.Errorf("row %+v taken (invalid %d)", c.snd.row, c.counts[CountStatusInvalidFormat])
 	}
 }
 

@@ -22,7 +22,7 @@ type Params struct {
 	HighSpeedDelta uint32
 	IgnoreOooDup   bool
 	UseOwDelVar    bool
-	Algorithm      uint8  // 0 = B, 1 = C (control.AlgorithmB/C)
+	Algorithm      uint8  // 0 = B, 1 = C (AlgorithmB, AlgorithmC)
 	SRIndexConf    uint16 // fixed or starting row, AutoRateIndex for the search
 	StartIndex     bool   // SRIndexConf is a starting row (-I @n)
 	SRAdjSuppCount uint32 // Sub-Intervals with rate adjustment suppressed (-i -n)
@@ -68,6 +68,24 @@ type Params struct {
 	// Seed seeds the core's random numbers (start offsets, random sizes).
 	Seed uint64
 }
+
+// Rate adjustment algorithms (the Test Activation's rateAdjAlgo, the
+// report's "Algo:"): B is RFC 9097's and OB-UDPST's default, C is
+// OB-UDPST's "multiply and retry" (ratecontrol.go).
+const (
+	AlgorithmB uint8 = 0
+	AlgorithmC uint8 = 1
+)
+
+// Family restricts the address family of a test's sockets (-4, -6), as the
+// Control Phase opens them and the report names it.
+type Family int
+
+const (
+	FamilyAny Family = 0
+	FamilyV4  Family = 4
+	FamilyV6  Family = 6
+)
 
 // Timing constants of OB-UDPST 9.0.0 (wire.md 1.9, measurement.md 0.3).
 const (

@@ -100,7 +100,7 @@ func (rc *RateControl) Adjust(f TrialFeedback, completedSubIntervals uint32) uin
 		return rc.index
 	}
 	good, bad := rc.judge(f)
-	if rc.algorithm == 1 {
+	if rc.algorithm == AlgorithmC {
 		rc.adjustC(good, bad)
 	} else {
 		rc.adjustB(good, bad)

@@ -339,12 +339,14 @@ func (s *sender) sent(n int) {
 	s.nextSeq = first + uint32(len(rest))
 }
 
-// takeCounters returns and resets the Sub-Interval's sender counters, and
+// takeCounters returns and resets the Sub-Interval's sender counters, gives
+// the current row, and
 // estimates the received datagrams' fragmentation from what was sent in
 // the window (frag.go).
 func (s *sender) takeCounters(r *SubIntervalResult) {
 	r.SkippedBursts, r.SkippedDgrams, r.WithheldDgrams = s.skippedBursts, s.skippedDgrams, s.withheldDgrams
 	r.SenderPlanned, r.SenderDelivered = s.planned, s.delivered
+	r.SendRate, r.SendRateSet = s.row, true
 	s.skippedBursts, s.skippedDgrams, s.withheldDgrams = 0, 0, 0
 	s.planned, s.delivered = 0, 0
 	if s.fragOn {

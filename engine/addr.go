@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // A dual-stack socket (AF_INET6 with IPV6_V6ONLY=0) talks to IPv4 peers
@@ -60,18 +62,18 @@ type bindPlan struct {
 
 // planBind chooses the socket family for laddr and o:
 //
-//   - Family 4: AF_INET; laddr must be IPv4 (plain or mapped) or unset
+//   - FamilyV4: AF_INET; laddr must be IPv4 (plain or mapped) or unset
 //     (0.0.0.0).
-//   - Family 6: AF_INET6 with IPV6_V6ONLY=1; laddr must not be plain IPv4;
+//   - FamilyV6: AF_INET6 with IPV6_V6ONLY=1; laddr must not be plain IPv4;
 //     unset means [::].
-//   - Family 0: AF_INET for a plain IPv4 laddr; otherwise AF_INET6 with
+//   - FamilyAny: AF_INET for a plain IPv4 laddr; otherwise AF_INET6 with
 //     IPV6_V6ONLY=o.V6Only, so an unset or unspecified laddr binds [::]
 //     dual-stack.
 func planBind(laddr netip.AddrPort, o SocketOptions) (bindPlan, error) {
 	ip := laddr.Addr()
 	port := laddr.Port()
 	switch o.Family {
-	case 4:
+	case dataphase.FamilyV4:
 		switch {
 		case !ip.IsValid():
 			ip = netip.IPv4Unspecified()
@@ -81,7 +83,7 @@ func planBind(laddr netip.AddrPort, o SocketOptions) (bindPlan, error) {
 			return bindPlan{}, fmt.Errorf("IPv4 socket: local address %v is IPv6", laddr)
 		}
 		return bindPlan{addr: netip.AddrPortFrom(ip, port)}, nil
-	case 6:
+	case dataphase.FamilyV6:
 		switch {
 		case !ip.IsValid():
 			ip = netip.IPv6Unspecified()

@@ -60,19 +60,19 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 	mtuReplanned := false
 	defer func() {
 		if tooBigAt >= 0 {
-			s.stats.countPath(pathMsgSize)
+			s.countPath(CountMessageTooBig)
 		}
 		if calls > 0 {
-			s.stats.sendCalls.Add(uint64(calls))
+			s.stats[CountSendCalls].Add(uint64(calls))
 		}
 		if gsoMsgs > 0 {
-			s.stats.gsoMsgs.Add(uint64(gsoMsgs))
+			s.stats[CountGSOMessages].Add(uint64(gsoMsgs))
 		}
 		if next > givenUp {
-			s.stats.sentDgrams.Add(uint64(next - givenUp))
+			s.stats[CountSentDatagrams].Add(uint64(next - givenUp))
 		}
 		if givenUp > 0 {
-			s.stats.givenUp.Add(uint64(givenUp))
+			s.stats[CountGivenUp].Add(uint64(givenUp))
 		}
 	}()
 replan:
@@ -92,7 +92,7 @@ replan:
 			if e == 0 {
 				if tooBigAt >= 0 {
 					tooBigAt = -1
-					s.stats.countPath(pathMsgSize)
+					s.countPath(CountMessageTooBig)
 				}
 				calls++
 				for _, r := range x.runs[m : m+k] {
@@ -112,8 +112,8 @@ replan:
 				continue
 			case isBackpressure(e):
 				x.lastBackpressure = e
-				s.stats.backpressure.Add(1)
-				s.stats.refused.Add(uint64(n - next))
+				s.stats[CountBackpressure].Add(1)
+				s.stats[CountRefusedDatagrams].Add(uint64(n - next))
 				return next, nil
 			case e == unix.EMSGSIZE && gsoRun && tooBigAt == next:
 				// EMSGSIZE again on the same GSO message, with the plan
@@ -121,7 +121,7 @@ replan:
 				// not a pending ICMP error but the kernel refusing the
 				// message (gso.go) for a reason the MTU does not explain.
 				tooBigAt = -1
-				s.stats.gsoRefusals.Add(1)
+				s.stats[CountGSORefusals].Add(1)
 				s.disableGSO(e, r)
 				continue replan
 			case e == unix.EMSGSIZE && gsoRun:
@@ -135,7 +135,7 @@ replan:
 				s.refreshMTU()
 				s.takePending()
 				continue replan
-			case pathClassOf(e) != pathNone:
+			case pathClassOf(e) != noPathError:
 				// A pending ICMP error (or a route failure) reported by
 				// this send, which therefore did not go out; reporting
 				// it cleared it (sock_alloc_send_pskb takes sk_err
@@ -150,7 +150,7 @@ replan:
 				// plan is given up: they count as sent (the core sees
 				// them as lost on the path, which they are) so that such
 				// a path cannot hold the executor here.
-				s.stats.countPath(pathClassOf(e))
+				s.countPath(pathClassOf(e))
 				pathErrs++
 				if pathErrs >= maxPathErrorsPerSend {
 					givenUp += n - next
@@ -173,7 +173,7 @@ replan:
 				m++
 				next = x.runBase + r.start + r.count
 			case gsoRun && isGSORefusal(e):
-				s.stats.gsoRefusals.Add(1)
+				s.stats[CountGSORefusals].Add(1)
 				if e == unix.EINVAL && !mtuReplanned {
 					// Kernels before 235174b2bed8 say EINVAL for a
 					// segment above the path MTU (an ICMP fragmentation
@@ -360,11 +360,11 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 		case unix.EAGAIN:
 			return nil
 		}
-		if k := pathClassOf(e); k != pathNone {
+		if k := pathClassOf(e); k != noPathError {
 			// A pending ICMP error, reported and cleared by this read;
 			// what is queued behind it is still to be read. A second
 			// one in a row waits for the next turn.
-			s.stats.countPath(k)
+			s.countPath(k)
 			if e == unix.EMSGSIZE {
 				s.refreshMTU()
 			}
@@ -391,8 +391,8 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 		m.Hdr.Flags = 0
 	}
 	b.N = got
-	s.stats.recvCalls.Add(1)
-	s.stats.recvDgrams.Add(uint64(got))
+	s.stats[CountRecvCalls].Add(1)
+	s.stats[CountRecvDatagrams].Add(uint64(got))
 	return nil
 }
 

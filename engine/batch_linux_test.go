@@ -178,7 +178,7 @@ func TestGSORefusalFallsBack(t *testing.T) {
 		}
 	}
 	st := a.Stats()
-	if a.GSOEnabled() || st.GSO || st.GSORefusals != 1 {
+	if a.GSOEnabled() || st.GSO || st.Counts[CountGSORefusals] != 1 {
 		t.Fatalf("after a refusal: GSOEnabled %v, stats %+v", a.GSOEnabled(), st)
 	}
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "GSO turned off") {
@@ -232,7 +232,7 @@ func TestConnRefusedRetry(t *testing.T) {
 	if got := recvAll(t, l, &rb, 3, func(*dataphase.RecvBatch) {}); got != 3 {
 		t.Fatalf("received %d of 3", got)
 	}
-	if st := a.Stats(); st.Path.PortUnreachable != 1 || st.Path.Total() != 1 {
+	if st := a.Stats(); st.Counts[CountConnRefused] != 1 || st.Counts.PathErrors() != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -259,7 +259,7 @@ func TestPollErrCleared(t *testing.T) {
 	if el := clock.Mono().Sub(start); el < 19*time.Millisecond {
 		t.Fatalf("wait returned after %v", el)
 	}
-	if st := a.Stats(); st.SocketErrors != 1 || st.Path.PortUnreachable != 1 {
+	if st := a.Stats(); st.Counts[CountSocketErrors] != 1 || st.Counts[CountConnRefused] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -346,8 +346,8 @@ func TestSendErrnos(t *testing.T) {
 		bp, block bool // backpressure, EAGAIN
 		gso       bool // GSO still on
 		refused   uint64
-		path      PathErrors
-		kernel    uint64 // SentDatagrams: what the kernel took
+		path      SocketCounts // the path counters only
+		kernel    uint64       // SentDatagrams: what the kernel took
 		gsoRef    uint64
 		calls     int
 	}
@@ -365,27 +365,27 @@ func TestSendErrnos(t *testing.T) {
 		{"EINVAL on GSO after one message", []fakeResult{{accept: 1}, {e: unix.EINVAL}},
 			want{sent: 14, kernel: 14, gsoRef: 1, calls: 3}},
 		{"ECONNREFUSED once: retried", []fakeResult{{e: unix.ECONNREFUSED}},
-			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountConnRefused: 1}, kernel: 14, calls: 2}},
 		{"ECONNREFUSED twice: the message is given up", []fakeResult{{e: unix.ECONNREFUSED}, {e: unix.ECONNREFUSED}},
-			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 2, GivenUp: 11}, kernel: 3, calls: 3}},
+			want{sent: 14, gso: true, path: SocketCounts{CountConnRefused: 2, CountGivenUp: 11}, kernel: 3, calls: 3}},
 		{"four path errors: the plan is given up", repeatResult(4, unix.ECONNREFUSED),
-			want{sent: 14, gso: true, path: PathErrors{PortUnreachable: 4, GivenUp: 14}, calls: 4}},
+			want{sent: 14, gso: true, path: SocketCounts{CountConnRefused: 4, CountGivenUp: 14}, calls: 4}},
 		{"EHOSTUNREACH once (admin prohibited)", []fakeResult{{e: unix.EHOSTUNREACH}},
-			want{sent: 14, gso: true, path: PathErrors{HostUnreachable: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountHostUnreachable: 1}, kernel: 14, calls: 2}},
 		{"EHOSTDOWN once", []fakeResult{{e: unix.EHOSTDOWN}},
-			want{sent: 14, gso: true, path: PathErrors{HostUnreachable: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountHostUnreachable: 1}, kernel: 14, calls: 2}},
 		{"ENETUNREACH once", []fakeResult{{accept: 1}, {e: unix.ENETUNREACH}},
-			want{sent: 14, gso: true, path: PathErrors{NetUnreachable: 1}, kernel: 14, calls: 3}},
+			want{sent: 14, gso: true, path: SocketCounts{CountNetUnreachable: 1}, kernel: 14, calls: 3}},
 		{"EACCES once (ICMPv6 prohibited)", []fakeResult{{e: unix.EACCES}},
-			want{sent: 14, gso: true, path: PathErrors{Prohibited: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountProhibited: 1}, kernel: 14, calls: 2}},
 		{"EPROTO once (parameter problem)", []fakeResult{{e: unix.EPROTO}},
-			want{sent: 14, gso: true, path: PathErrors{Other: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountOtherPathErrors: 1}, kernel: 14, calls: 2}},
 		// A pending EMSGSIZE (fragmentation needed) on a GSO message:
 		// the retry goes out, and GSO stays on.
 		{"EMSGSIZE once on GSO: pending, GSO kept", []fakeResult{{e: unix.EMSGSIZE}},
-			want{sent: 14, gso: true, path: PathErrors{MessageTooBig: 1}, kernel: 14, calls: 2}},
+			want{sent: 14, gso: true, path: SocketCounts{CountMessageTooBig: 1}, kernel: 14, calls: 2}},
 		{"EMSGSIZE once on the second GSO message", []fakeResult{{accept: 1}, {e: unix.EMSGSIZE}},
-			want{sent: 14, gso: true, path: PathErrors{MessageTooBig: 1}, kernel: 14, calls: 3}},
+			want{sent: 14, gso: true, path: SocketCounts{CountMessageTooBig: 1}, kernel: 14, calls: 3}},
 		// The kernel refusing the message itself: the retry meets it too.
 		{"EMSGSIZE twice on GSO: refused, GSO off", []fakeResult{{e: unix.EMSGSIZE}, {e: unix.EMSGSIZE}},
 			want{sent: 14, kernel: 14, gsoRef: 1, calls: 3}},
@@ -416,10 +416,10 @@ func TestSendErrnos(t *testing.T) {
 			if a.GSOEnabled() != w.gso || (hooks == 1) == w.gso {
 				t.Fatalf("GSO %v, hook called %d times", a.GSOEnabled(), hooks)
 			}
-			if st.RefusedDatagrams != w.refused || st.Path != w.path || st.SentDatagrams != w.kernel || st.GSORefusals != w.gsoRef {
+			if st.Counts[CountRefusedDatagrams] != w.refused || pathCounts(st.Counts) != w.path || st.Counts[CountSentDatagrams] != w.kernel || st.Counts[CountGSORefusals] != w.gsoRef {
 				t.Fatalf("stats %+v", st)
 			}
-			if w.bp != (st.BackpressureEvents == 1) {
+			if w.bp != (st.Counts[CountBackpressure] == 1) {
 				t.Fatalf("stats %+v", st)
 			}
 			if len(f.calls) != w.calls {
@@ -457,6 +457,16 @@ func TestSendErrnos(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pathCounts keeps the path counters of c (and the datagrams given up or
+// discarded), zeroing the rest.
+func pathCounts(c SocketCounts) SocketCounts {
+	var p SocketCounts
+	for k := CountConnRefused; k <= CountPreConnect; k++ {
+		p[k] = c[k]
+	}
+	return p
 }
 
 func repeatResult(n int, e unix.Errno) []fakeResult {
@@ -497,8 +507,8 @@ func TestConnectDiscardsQueued(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("read %d", got)
 	}
-	if st := s.Stats(); st.Path.PreConnect != 5 {
-		t.Fatalf("discarded %d, want 5", st.Path.PreConnect)
+	if st := s.Stats(); st.Counts[CountPreConnect] != 5 {
+		t.Fatalf("discarded %d, want 5", st.Counts[CountPreConnect])
 	}
 }
 
@@ -537,10 +547,10 @@ func TestErrQueueDrained(t *testing.T) {
 		t.Fatal("POLLERR still raised after clearError")
 	}
 	st := a.Stats()
-	if st.SocketErrors == 0 || st.Path.PortUnreachable == 0 {
+	if st.Counts[CountSocketErrors] == 0 || st.Counts[CountConnRefused] == 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	t.Logf("error queue and pending errors: socket_errors %d, port unreachable %d", st.SocketErrors, st.Path.PortUnreachable)
+	t.Logf("error queue and pending errors: socket_errors %d, port unreachable %d", st.Counts[CountSocketErrors], st.Counts[CountConnRefused])
 }
 
 // A router answers every packet too big with an ICMP error, so after the
@@ -569,10 +579,10 @@ func TestPendingTakenBeforeRetry(t *testing.T) {
 	fillPlan(&sb, 11, 0, lens(10, 1000)...)
 	sent, err := a.SendBatch(&sb)
 	st := a.Stats()
-	if sent != 10 || err != nil || !a.GSOEnabled() || st.GSORefusals != 0 {
+	if sent != 10 || err != nil || !a.GSOEnabled() || st.Counts[CountGSORefusals] != 0 {
 		t.Fatalf("sent %d, %v, GSO %v, stats %+v", sent, err, a.GSOEnabled(), st)
 	}
-	if st.Path.MessageTooBig != 1 || st.Path.PortUnreachable != 1 || len(f.calls) != 2 {
+	if st.Counts[CountMessageTooBig] != 1 || st.Counts[CountConnRefused] != 1 || len(f.calls) != 2 {
 		t.Fatalf("stats %+v, %d calls", st, len(f.calls))
 	}
 }

@@ -49,10 +49,10 @@ func TestSendRecvBatch(t *testing.T) {
 					}
 					st := a.Stats()
 					t.Logf("sender stats %+v (path MTU %d)", st, a.PathMTU())
-					if runtime.GOOS == "linux" && gso && a.GSOEnabled() && st.GSOMessages == 0 {
+					if runtime.GOOS == "linux" && gso && a.GSOEnabled() && st.Counts[CountGSOMessages] == 0 {
 						t.Fatal("GSO on, yet no GSO message sent")
 					}
-					if !gso && st.GSOMessages != 0 {
+					if !gso && st.Counts[CountGSOMessages] != 0 {
 						t.Fatal("GSO off, yet GSO messages sent")
 					}
 				})

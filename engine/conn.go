@@ -96,6 +96,7 @@ func RunConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.L
 }
 
 func newConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.Logger) *Conn {
+	sock.leaveNetpoller() // the Engine Thread's ppoll watches it from now on
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -270,7 +270,7 @@ func TestConnReceive(t *testing.T) {
 	}
 	st := c.Stats()
 	t.Logf("stats %+v", st)
-	if st.Socket.RecvDatagrams != total {
+	if st.Socket.Counts[CountRecvDatagrams] != total {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -403,7 +403,7 @@ func TestBackoffNoSpin(t *testing.T) {
 			st := c.Stats()
 			t.Logf("stats %+v", st)
 			// At least 50 µs per wait: at most ~2,000 in 100 ms.
-			if st.Turns > 3000 || st.Socket.BackpressureEvents == 0 {
+			if st.Turns > 3000 || st.Socket.Counts[CountBackpressure] == 0 {
 				t.Fatalf("stats %+v", st)
 			}
 		})

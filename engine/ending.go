@@ -30,7 +30,7 @@ type coreState struct {
 // newCoreState starts a core's state on sock; refusals the socket counted
 // before (in the Control Phase) are not the core's.
 func newCoreState(sock *Socket, core Core, onEvent func(dataphase.Event)) coreState {
-	return coreState{sock: sock, core: core, onEvent: onEvent, refusedSeen: sock.stats.refusals()}
+	return coreState{sock: sock, core: core, onEvent: onEvent, refusedSeen: sock.refusals()}
 }
 
 // RefusalSink is implemented by a core that wants to hear of ICMP port
@@ -46,7 +46,7 @@ type RefusalSink interface {
 // last turn. It is an atomic load per turn; the interface check costs no
 // allocation.
 func (s *coreState) tellRefused() {
-	r := s.sock.stats.refusals()
+	r := s.sock.refusals()
 	if r == s.refusedSeen {
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
@@ -19,24 +18,6 @@ import (
 
 // PoolSupported tells whether this platform has the pool (Linux).
 const PoolSupported = true
-
-const (
-	// maxEpollEvents is how many readiness events one epoll_wait takes;
-	// more are collected by calling again.
-	maxEpollEvents = 256
-	// maxGroupVisit bounds the heap entries a grouped wait looks at.
-	maxGroupVisit = 512
-	// holdWindow is the period over which the hold-off's inputs (arrival
-	// rates, receive buffer times, turn lengths) are kept: the current
-	// window and the one before.
-	holdWindow = 100 * time.Millisecond
-	// epollIn is what every socket is registered for: readable, edge
-	// triggered (EPOLLERR and EPOLLHUP are always reported). EPOLLOUT is
-	// added only while a Test Connection waits for room after EAGAIN:
-	// registered for good, every datagram the kernel frees would wake
-	// the thread (sock_wfree -> sk_write_space).
-	epollIn = unix.EPOLLIN | unix.EPOLLET
-)
 
 // poolSys is the Linux part of a Pool: its threads.
 type poolSys struct {
@@ -59,16 +40,15 @@ type PoolConn struct {
 	turns      atomic.Uint64
 
 	// The Engine Thread's state.
-	slot, gen  int32
-	readable   bool       // read at the next read phase
-	inReady    bool       // on the thread's ready list
-	wantOut    bool       // registered for EPOLLOUT after EAGAIN
-	notBefore  clock.Time // the guard's bound from its last service that sent, 0: none
-	closing    bool       // Close was called on the socket
-	retired    bool       // off the thread; done is closed
-	rcvPayload int64
-	lastRead   clock.Time // when a read last returned datagrams
-	cancelFd   int        // the thread's duplicate of the socket's close signal; -1: none
+	slot, gen int32
+	readable  bool       // read at the next read phase
+	inReady   bool       // on the thread's ready list
+	wantOut   bool       // registered for EPOLLOUT after EAGAIN
+	notBefore clock.Time // the guard's bound from its last service that sent, 0: none
+	closing   bool       // Close was called on the socket
+	retired   bool       // off the thread; done is closed
+	cancelFd  int        // the thread's duplicate of the socket's close signal; -1: none
+	holdSock             // the receive hold-off's view of the socket
 }
 
 func (c *PoolConn) node() *heapNode { return &c.hn }
@@ -110,6 +90,7 @@ func (c *PoolConn) Stats() ConnStats {
 // block, since every Test Connection of the thread waits while it runs.
 // The caller keeps owning sock: close it after Done.
 func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
+	sock.leaveNetpoller() // the Engine Thread's epoll set watches it from now on
 	if sock.OnGSODisabled == nil {
 		log := p.opts.Log
 		sock.OnGSODisabled = func(msg string) { log.Warn(msg) }
@@ -440,7 +421,7 @@ func (t *poolThread) readConn(c *PoolConn) {
 	if n == 0 {
 		return
 	}
-	t.hold.noteRead(c, &t.recv)
+	t.hold.noteRead(&c.holdSock, &t.recv)
 	t.readN += n
 	c.core.Receive(&t.recv)
 	c.worked = true
@@ -602,177 +583,6 @@ func (t *poolThread) stop(c *PoolConn) {
 	t.heap.set(c, 0)
 }
 
-// epollAdd puts c's socket and its close signal into the epoll set. The
-// close signal is the socket's cancel eventfd, which Close makes readable
-// before it closes both descriptors; the thread registers its own
-// duplicate of it, so the registration, and the event Close raised,
-// outlive Close's close (an epoll registration ends when the last
-// descriptor of its file is closed).
-func (t *poolThread) epollAdd(c *PoolConn) error {
-	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	cfd, err := unix.FcntlInt(uintptr(x.cancelFd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
-	}
-	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
-	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, x.fd, &ev); err != nil {
-		unix.Close(cfd)
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	ev = unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen<<1 | 1}
-	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, cfd, &ev); err != nil {
-		_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
-		unix.Close(cfd)
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	c.cancelFd = cfd
-	return nil
-}
-
-// epollDel takes c's socket and close signal out of the epoll set. A
-// closed socket left it already, and its descriptor number may belong to
-// another one now, so it is left alone (the socket's lock keeps Close out
-// meanwhile).
-func (t *poolThread) epollDel(c *PoolConn) {
-	if c.cancelFd >= 0 {
-		// Our descriptor is a duplicate of the socket's close signal:
-		// closing it alone would leave the registration in place while the
-		// socket's own descriptor lives, so take it out first.
-		unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, c.cancelFd, nil)
-		unix.Close(c.cancelFd)
-		c.cancelFd = -1
-	}
-	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return
-	}
-	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
-}
-
-// watchOut adds or removes EPOLLOUT for c's socket.
-func (t *poolThread) watchOut(c *PoolConn, on bool) {
-	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	c.wantOut = on
-	if x.fd < 0 {
-		return
-	}
-	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
-	if on {
-		ev.Events |= unix.EPOLLOUT
-	}
-	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_MOD, x.fd, &ev)
-}
-
-func (t *poolThread) markReady(c *PoolConn) {
-	if !c.inReady {
-		c.inReady = true
-		t.ready = append(t.ready, c)
-	}
-}
-
-// collectReadiness takes the epoll set's events without waiting.
-func (t *poolThread) collectReadiness() {
-	for {
-		n, err := unix.EpollWait(t.epfd, t.events[:], 0)
-		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			t.log.Error("engine: epoll_wait", "err", err)
-			return
-		}
-		for i := 0; i < n; i++ {
-			t.onReady(&t.events[i])
-		}
-		if n < len(t.events) {
-			return
-		}
-	}
-}
-
-func (t *poolThread) onReady(ev *unix.EpollEvent) {
-	slot := ev.Fd
-	if slot < 0 || int(slot) >= len(t.slots) {
-		return
-	}
-	c := t.slots[slot]
-	if c == nil || c.gen != ev.Pad>>1 {
-		return // an event of a retired Test Connection
-	}
-	if ev.Pad&1 != 0 {
-		// The socket's close signal: Close has begun.
-		c.closing = true
-		c.readable = true
-		t.markReady(c)
-		return
-	}
-	if ev.Events&unix.EPOLLOUT != 0 && c.wantOut {
-		t.watchOut(c, false)
-		c.notBefore = 0
-		t.heap.set(c, min(c.hn.key, t.clk.start.Mono))
-	}
-	if ev.Events&unix.EPOLLERR != 0 {
-		c.sock.clearError()
-	}
-	if ev.Events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-		c.readable = true
-		t.markReady(c)
-	}
-}
-
-// waitTurn sleeps until the earliest deadline, readiness, or a command.
-// During a receive hold-off readiness does not end the wait: the epoll fd
-// is left out of the ppoll, and the hold-off's end is a deadline.
-func (t *poolThread) waitTurn() {
-	if t.pending.Load() {
-		return // commands are waiting: take them at once
-	}
-	now := t.clk.now().Mono
-	dl := t.heap.minKey()
-	if dl <= now {
-		return
-	}
-	if g := t.group; g > 0 && dl != clock.Never {
-		// Wait for the last deadline within the window of the earliest.
-		dl = t.heap.lastWithin(dl+g, maxGroupVisit)
-	}
-	holding := t.hold.until > now
-	if holding {
-		dl = min(dl, t.hold.until)
-	}
-	p := [2]unix.PollFd{{Fd: int32(t.wk.fd), Events: unix.POLLIN}, {Fd: int32(t.epfd), Events: unix.POLLIN}}
-	k := 2
-	if holding {
-		k = 1
-	}
-	var ts *unix.Timespec
-	var tv unix.Timespec
-	if dl != clock.Never {
-		tv = unix.NsecToTimespec(int64(dl - now))
-		ts = &tv
-	}
-	_, err := unix.Ppoll(p[:k], ts, nil)
-	t.wakeups.Add(1)
-	if err != nil && err != unix.EINTR {
-		// Not expected (the fds are the thread's own); do not spin on it.
-		t.log.Error("engine: ppoll", "err", err)
-		time.Sleep(time.Millisecond)
-	}
-	if p[0].Revents != 0 {
-		t.wk.drain()
-	}
-	t.collect = holding || err != nil || p[1].Revents != 0
-}
-
 // die ends every Test Connection of a thread whose own code panicked
 // (outside any Test Connection's work, which serve recovers): each one
 // reports its end and its Done closes; the thread leaves the pool, and
@@ -811,108 +621,4 @@ func (t *poolThread) die(r any, stack []byte) {
 	for _, c := range adds {
 		end(c)
 	}
-}
-
-// holdOff is an Engine Thread's receive hold-off state (see pool.go).
-type holdOff struct {
-	max   clock.Time // the bound; 0: off
-	until clock.Time // arrivals do not end a wait before this
-
-	winStart clock.Time
-	cur      holdWin
-	prev     holdWin
-}
-
-// holdWin is one window of the hold-off's inputs.
-type holdWin struct {
-	dgrams  int64      // datagrams read
-	capMin  clock.Time // least quarter of a socket's receive buffer time; 0: none seen
-	turnMax clock.Time // longest turn
-}
-
-// roll starts a new window when the current one is over.
-func (h *holdOff) roll(now clock.Time) {
-	if now-h.winStart < clock.Time(holdWindow) {
-		return
-	}
-	if now-h.winStart < 2*clock.Time(holdWindow) {
-		h.prev = h.cur
-	} else {
-		h.prev = holdWin{} // a quiet window in between
-	}
-	h.cur = holdWin{}
-	h.winStart = now
-}
-
-// noteRead records a read of c's socket: the quarter of the time its
-// receive buffer holds at the rate the datagrams came in since its last
-// read.
-func (h *holdOff) noteRead(c *PoolConn, b *dataphase.RecvBatch) {
-	now := b.Pair.Mono
-	last := c.lastRead
-	c.lastRead = now
-	if h.max == 0 || last == 0 || now <= last || c.rcvPayload <= 0 {
-		return
-	}
-	var bytes int64
-	for i := 0; i < b.N; i++ {
-		bytes += int64(b.Dgrams[i].Len)
-	}
-	if bytes <= 0 {
-		return
-	}
-	// buffer time = rcvPayload / (bytes / dt); a quarter of it.
-	q := clock.Time(float64(c.rcvPayload) * float64(now-last) / float64(bytes) / 4)
-	h.roll(now)
-	if h.cur.capMin == 0 || q < h.cur.capMin {
-		h.cur.capMin = max(q, 1)
-	}
-}
-
-// turnEnded records a turn's length.
-func (h *holdOff) turnEnded(now, start clock.Time) {
-	if h.max == 0 {
-		return
-	}
-	h.roll(now)
-	h.cur.turnMax = max(h.cur.turnMax, now-start)
-}
-
-// afterRead sets the hold-off after a turn that read n datagrams.
-func (h *holdOff) afterRead(now clock.Time, n int, start clock.Time) {
-	if h.max == 0 {
-		return
-	}
-	h.turnEnded(now, start)
-	h.cur.dgrams += int64(n)
-	d := h.length(now)
-	if d > 0 {
-		h.until = now + d
-	}
-}
-
-// length is the hold-off to apply now: at most max, less than every
-// recently read socket's quarter buffer time minus the longest recent
-// turn, and none unless more than one datagram is expected within it.
-func (h *holdOff) length(now clock.Time) clock.Time {
-	d := h.max
-	for _, w := range [2]*holdWin{&h.cur, &h.prev} {
-		if w.capMin > 0 {
-			d = min(d, w.capMin-max(h.cur.turnMax, h.prev.turnMax))
-		}
-	}
-	if d <= 0 {
-		return 0
-	}
-	// The arrival rate over the windows kept.
-	span := now - h.winStart
-	n := h.cur.dgrams
-	if h.prev.dgrams > 0 {
-		span += clock.Time(holdWindow)
-		n += h.prev.dgrams
-	}
-	if span <= 0 || float64(n)*float64(d)/float64(span) <= 1 {
-		return 0
-	}
-	return d
 }

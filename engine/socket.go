@@ -11,11 +11,12 @@ import (
 
 // SocketOptions configure OpenUDP.
 type SocketOptions struct {
-	// Family is 4 (AF_INET), 6 (AF_INET6, IPv6 only) or 0: AF_INET for a
-	// plain IPv4 local address, otherwise AF_INET6 with IPV6_V6ONLY=V6Only,
-	// which for an unspecified address is the dual-stack [::].
-	Family int
-	// V6Only sets IPV6_V6ONLY on a Family 0 AF_INET6 socket.
+	// Family is FamilyV4 (AF_INET), FamilyV6 (AF_INET6, IPv6 only) or
+	// FamilyAny: AF_INET for a plain IPv4 local address, otherwise AF_INET6
+	// with IPV6_V6ONLY=V6Only, which for an unspecified address is the
+	// dual-stack [::].
+	Family dataphase.Family
+	// V6Only sets IPV6_V6ONLY on a FamilyAny AF_INET6 socket.
 	V6Only bool
 	// SockBuf is requested for both SO_SNDBUF and SO_RCVBUF; 0 leaves the
 	// system defaults. Read the result with Granted: the kernel caps the
@@ -34,98 +35,6 @@ type SocketOptions struct {
 // Connect.
 var ErrNotConnected = errors.New("socket not connected")
 
-// SocketStats are a Socket's counters. The executor's thread writes them;
-// any goroutine may read them (Stats loads each one atomically, so a
-// snapshot is consistent per field, not across fields).
-type SocketStats struct {
-	SendCalls     uint64 // send system calls that accepted at least one datagram
-	SentDatagrams uint64 // datagrams accepted by the kernel (SendBatch)
-	GSOMessages   uint64 // UDP GSO messages accepted (each several datagrams)
-	RecvCalls     uint64 // receive system calls that returned datagrams
-	RecvDatagrams uint64 // datagrams read (RecvBatch)
-	// BackpressureEvents counts SendBatch calls cut short by EAGAIN,
-	// ENOBUFS or EPERM (a local firewall drop), and RefusedDatagrams the
-	// datagrams of those calls the kernel did not take: they are the core's
-	// to defer or withhold.
-	BackpressureEvents uint64
-	RefusedDatagrams   uint64
-	// Path counts the errors the kernel reported for the path to the
-	// connected peer (ICMP errors, local route failures), by kind. None
-	// ends the Data Phase.
-	Path PathErrors
-	// SocketErrors counts pending socket errors cleared after POLLERR
-	// (each also counted in Path by its kind) and error queue entries
-	// drained (IP_RECVERR).
-	SocketErrors uint64
-	// GSO tells whether UDP GSO is in use; GSORefusals counts GSO messages
-	// the kernel refused (the first one turns GSO off for good).
-	GSO         bool
-	GSORefusals uint64
-}
-
-// PathErrors counts what a connected socket heard of the path to its peer,
-// by kind (errors_linux.go maps each errno). A pending error is reported
-// once, on the next send or receive or as POLLERR, however many ICMP
-// messages set it meanwhile.
-type PathErrors struct {
-	PortUnreachable uint64 // ECONNREFUSED: ICMP port unreachable
-	HostUnreachable uint64 // EHOSTUNREACH, EHOSTDOWN, ENONET: host unreachable or prohibited
-	NetUnreachable  uint64 // ENETUNREACH: network unreachable or prohibited, no route
-	Prohibited      uint64 // EACCES: ICMPv6 administratively prohibited, a prohibit route
-	MessageTooBig   uint64 // EMSGSIZE: ICMP fragmentation needed, ICMPv6 packet too big
-	Other           uint64 // EPROTO, ENOPROTOOPT, EOPNOTSUPP: parameter problem and the rest
-	// GivenUp counts datagrams that met a path error twice in one send
-	// (the error kept coming back) and were given up: they were not sent,
-	// and the Load Receiver sees them as lost, as the path lost them.
-	GivenUp uint64
-	// PreConnect counts datagrams that were waiting on the socket when it
-	// was connected and were discarded: they came from anyone, before
-	// the kernel filtered by the peer's address.
-	PreConnect uint64
-}
-
-// Total is the number of path errors of every kind (GivenUp and
-// PreConnect are datagrams, not errors, and are not in it).
-func (p PathErrors) Total() uint64 {
-	return p.PortUnreachable + p.HostUnreachable + p.NetUnreachable + p.Prohibited + p.MessageTooBig + p.Other
-}
-
-// pathClass indexes socketCounters.path.
-type pathClass uint8
-
-const (
-	pathNone pathClass = iota
-	pathRefused
-	pathHost
-	pathNet
-	pathProhibited
-	pathMsgSize
-	pathOther
-	nPathClasses
-)
-
-type socketCounters struct {
-	sendCalls, sentDgrams atomic.Uint64
-	gsoMsgs               atomic.Uint64
-	recvCalls, recvDgrams atomic.Uint64
-	backpressure, refused atomic.Uint64
-	path                  [nPathClasses]atomic.Uint64 // by pathClass; [pathNone] unused
-	givenUp, preConnect   atomic.Uint64
-	socketErrors          atomic.Uint64
-	gsoRefusals           atomic.Uint64
-}
-
-// countPath counts one path error of class k.
-func (c *socketCounters) countPath(k pathClass) {
-	if k != pathNone {
-		c.path[k].Add(1)
-	}
-}
-
-// refusals is the running count of ECONNREFUSED, which the executor hands
-// to the core (a peer that keeps refusing is gone).
-func (c *socketCounters) refusals() uint64 { return c.path[pathRefused].Load() }
-
 // Socket is one non-blocking UDP socket. The control-phase helpers (SendTo,
 // Send, RecvFrom) may be called from any goroutine; the Data Phase batch
 // calls (SendBatch, RecvBatch) belong to one goroutine at a time, the
@@ -143,13 +52,13 @@ type Socket struct {
 	granted [2]int         // SO_SNDBUF, SO_RCVBUF read back
 	gso     atomic.Bool
 	closed  atomic.Bool
-	stats   socketCounters
+	stats   [NumSocketCounters]atomic.Uint64
 
 	sys sysSocket // platform part
 }
 
 // OpenUDP opens a non-blocking UDP socket bound to laddr (see SocketOptions
-// for the family rules; an unset laddr with Family 0 binds [::] dual-stack,
+// for the family rules; an unset laddr with FamilyAny binds [::] dual-stack,
 // falling back to 0.0.0.0 where the system has no IPv6).
 func OpenUDP(laddr netip.AddrPort, o SocketOptions) (*Socket, error) {
 	p, err := planBind(laddr, o)
@@ -181,29 +90,11 @@ func (s *Socket) GSOEnabled() bool { return s.gso.Load() }
 
 // Stats returns a snapshot of the socket's counters.
 func (s *Socket) Stats() SocketStats {
-	c := &s.stats
-	return SocketStats{
-		SendCalls:          c.sendCalls.Load(),
-		SentDatagrams:      c.sentDgrams.Load(),
-		GSOMessages:        c.gsoMsgs.Load(),
-		RecvCalls:          c.recvCalls.Load(),
-		RecvDatagrams:      c.recvDgrams.Load(),
-		BackpressureEvents: c.backpressure.Load(),
-		RefusedDatagrams:   c.refused.Load(),
-		Path: PathErrors{
-			PortUnreachable: c.path[pathRefused].Load(),
-			HostUnreachable: c.path[pathHost].Load(),
-			NetUnreachable:  c.path[pathNet].Load(),
-			Prohibited:      c.path[pathProhibited].Load(),
-			MessageTooBig:   c.path[pathMsgSize].Load(),
-			Other:           c.path[pathOther].Load(),
-			GivenUp:         c.givenUp.Load(),
-			PreConnect:      c.preConnect.Load(),
-		},
-		SocketErrors: c.socketErrors.Load(),
-		GSO:          s.gso.Load(),
-		GSORefusals:  c.gsoRefusals.Load(),
+	st := SocketStats{GSO: s.gso.Load()}
+	for i := range s.stats {
+		st.Counts[i] = s.stats[i].Load()
 	}
+	return st
 }
 
 // Fd returns the socket's file descriptor (a SOCKET handle on Windows), or
@@ -221,12 +112,12 @@ func (s *Socket) Close() error {
 
 // Connect fixes the socket's peer: the kernel then drops datagrams from
 // anyone else, Send and SendBatch go there, and ICMP errors for it are
-// reported (SocketStats.Path). On Linux, datagrams already waiting on the
-// socket arrived before that filter and may come from anyone: Connect
-// discards them (both ends connect before they send the Test Activation
-// that starts the peer's Data Phase, so none of the peer's Data Phase is
-// among them), and it reads the path MTU that bounds GSO. A plain IPv4
-// peer on an AF_INET6 socket is mapped.
+// reported (the path counters, socket_counters.go). On Linux, datagrams
+// already waiting on the socket arrived before that filter and may come
+// from anyone: Connect discards them (both ends connect before they send
+// the Test Activation that starts the peer's Data Phase, so none of the
+// peer's Data Phase is among them), and it reads the path MTU that bounds
+// GSO. A plain IPv4 peer on an AF_INET6 socket is mapped.
 func (s *Socket) Connect(peer netip.AddrPort) error { return s.connect(peer) }
 
 // SendTo sends one datagram to to (control phase).

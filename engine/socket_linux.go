@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -28,6 +29,15 @@ type sysSocket struct {
 	// go of mu (the rwcancel pattern of wireguard-go, with an eventfd
 	// instead of a pipe).
 	cancelFd int
+
+	// waitMu guards waitFile, a duplicate of fd in the Go runtime's
+	// netpoller: the control phase waits on it (RecvFrom), so a socket
+	// awaiting its Test Activation parks a goroutine, never an OS thread
+	// (a blocking ppoll would hold one each: 262 threads under a Setup
+	// flood). It is made at the first wait and dropped when an executor
+	// takes the socket, whose epoll set then owns its readiness.
+	waitMu   sync.Mutex
+	waitFile *os.File
 
 	peer4 bool         // the connected peer is IPv4 (perhaps IPv4-mapped)
 	mtu   atomic.Int32 // path MTU to the peer (IP_MTU / IPV6_MTU); 0 unknown
@@ -179,6 +189,7 @@ func (s *Socket) close() error {
 	x := &s.sys
 	one := [8]byte{1}
 	_, _ = unix.Write(x.cancelFd, one[:])
+	s.leaveNetpoller() // ends a RecvFrom waiting there, so mu can be taken
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	err := unix.Close(x.fd)
@@ -235,7 +246,7 @@ func (s *Socket) discardQueued() {
 		_, _, err := unix.Recvfrom(x.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
 		switch err {
 		case nil:
-			s.stats.preConnect.Add(1)
+			s.stats[CountPreConnect].Add(1)
 			continue
 		case unix.EINTR:
 			continue
@@ -361,40 +372,118 @@ func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) 
 }
 
 func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
+	var (
+		n  int
+		sa unix.Sockaddr
+	)
+	err := s.controlRead(deadline, func(fd int) (err error) {
+		n, sa, err = unix.Recvfrom(fd, b, 0)
+		return err
+	})
+	if err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	return n, addrPortOf(sa), nil
+}
+
+// controlRead runs read, a non-blocking receive on the descriptor, once a
+// datagram is there: at once when one is queued (a flooded control socket
+// never waits), else after a wait in the runtime's netpoller until
+// deadline (zero: without limit). It turns the outcome into RecvFrom's
+// errors.
+func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error {
 	x := &s.sys
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.fd < 0 {
-		return 0, netip.AddrPort{}, net.ErrClosed
+		return net.ErrClosed
 	}
+	err := retryEINTR(x.fd, read)
+	if err == unix.EAGAIN {
+		err = s.waitRead(deadline, read)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isPathError(err):
+		s.countPath(pathClassOf(err.(unix.Errno)))
+		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
+	case s.closed.Load():
+		return net.ErrClosed
+	case errors.As(err, new(unix.Errno)):
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+	}
+	return fmt.Errorf("recv on %v: %w", s.laddr, err)
+}
+
+// retryEINTR runs read on fd again while it is interrupted.
+func retryEINTR(fd int, read func(fd int) error) error {
 	for {
-		n, sa, err := unix.Recvfrom(x.fd, b, 0)
-		switch err {
-		case nil:
-			return n, addrPortOf(sa), nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-		default:
-			if e, ok := err.(unix.Errno); ok && pathClassOf(e) != pathNone {
-				s.stats.countPath(pathClassOf(e))
-				return 0, netip.AddrPort{}, fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
-			}
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+		if err := read(fd); err != unix.EINTR {
+			return err
 		}
-		d := time.Duration(-1)
-		if !deadline.IsZero() {
-			if d = time.Until(deadline); d <= 0 {
-				return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
-			}
-		}
-		closed, err := s.pollFd(unix.POLLIN, d)
-		if err != nil {
-			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
-		}
-		if closed {
-			return 0, netip.AddrPort{}, net.ErrClosed
-		}
+	}
+}
+
+// waitRead runs read through the runtime's netpoller, waiting until
+// deadline. The caller holds mu shared.
+func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
+	f, err := s.netpollerFile()
+	if err != nil {
+		return err
+	}
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		rerr = retryEINTR(int(fd), read)
+		return rerr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	return rerr
+}
+
+// netpollerFile returns the socket's duplicate in the netpoller, making it
+// at the first wait.
+func (s *Socket) netpollerFile() (*os.File, error) {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	if x.waitFile != nil {
+		return x.waitFile, nil
+	}
+	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	}
+	// The duplicate shares the open file description, O_NONBLOCK
+	// included, so os.NewFile registers it with the netpoller.
+	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
+	return x.waitFile, nil
+}
+
+// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
+// wait on it. An executor calls it when it takes the socket: from then on
+// its own epoll set watches the socket, and the runtime must not wake for
+// every datagram of the Data Phase.
+func (s *Socket) leaveNetpoller() {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if x.waitFile != nil {
+		x.waitFile.Close()
+		x.waitFile = nil
 	}
 }
 
@@ -449,10 +538,10 @@ func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 // so the executor never spins on it: the socket's error queue, drained
 // when something put entries there (IP_RECVERR, which the engine does not
 // set, queues every ICMP error there as well as setting sk_err; its
-// entries are counted in SocketErrors only, since the send or receive
-// that reports the same error counts its kind), then the pending error
-// (sk_err), read and counted by its kind. A pending error read here is
-// one the next send or receive will not report.
+// entries are counted in CountSocketErrors only, since the send or
+// receive that reports the same error counts its kind), then the pending
+// error (sk_err), read and counted by its kind. A pending error read here
+// is one the next send or receive will not report.
 func (s *Socket) clearError() {
 	x := &s.sys
 	x.mu.RLock()
@@ -471,10 +560,10 @@ func (s *Socket) takePending() {
 	if err != nil || v == 0 {
 		return
 	}
-	s.stats.socketErrors.Add(1)
+	s.stats[CountSocketErrors].Add(1)
 	k := pathClassOf(unix.Errno(v))
-	s.stats.countPath(k)
-	if k == pathMsgSize {
+	s.countPath(k)
+	if k == CountMessageTooBig {
 		s.refreshMTU()
 	}
 }
@@ -495,7 +584,7 @@ func (s *Socket) drainErrQueue() {
 		_, _, _, _, err := unix.Recvmsg(x.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 		switch err {
 		case nil:
-			s.stats.socketErrors.Add(1)
+			s.stats[CountSocketErrors].Add(1)
 			continue
 		case unix.EINTR:
 			continue

@@ -204,8 +204,8 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 		if _, err := x.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
 			if isBackpressureErr(err) {
 				x.lastBackpressure = err
-				s.stats.backpressure.Add(1)
-				s.stats.refused.Add(uint64(n - i))
+				s.stats[CountBackpressure].Add(1)
+				s.stats[CountRefusedDatagrams].Add(uint64(n - i))
 				s.countSent(i)
 				return i, nil
 			}
@@ -222,8 +222,8 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 
 func (s *Socket) countSent(n int) {
 	if n > 0 {
-		s.stats.sendCalls.Add(uint64(n))
-		s.stats.sentDgrams.Add(uint64(n))
+		s.stats[CountSendCalls].Add(uint64(n))
+		s.stats[CountSentDatagrams].Add(uint64(n))
 	}
 }
 
@@ -273,8 +273,8 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 	}
 	b.N = n
 	if n > 0 {
-		s.stats.recvCalls.Add(uint64(n))
-		s.stats.recvDgrams.Add(uint64(n))
+		s.stats[CountRecvCalls].Add(uint64(n))
+		s.stats[CountRecvDatagrams].Add(uint64(n))
 	}
 	return nil
 }
@@ -283,3 +283,7 @@ func (s *Socket) deliver(b *dataphase.RecvBatch, i int, p []byte, t clock.Time) 
 	copy(b.Buf(i), p)
 	b.Dgrams[i] = dataphase.InDatagram{Len: len(p), Time: t}
 }
+
+// leaveNetpoller does nothing here: net.UDPConn waits in the netpoller
+// already, and no executor of another epoll set takes the socket.
+func (s *Socket) leaveNetpoller() {}

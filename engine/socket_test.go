@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -157,5 +159,12 @@ func TestNotConnected(t *testing.T) {
 	}
 	if err := s.Connect(netip.MustParseAddrPort("[::1]:9")); err == nil {
 		t.Fatal("IPv6 peer on an IPv4 socket accepted")
+	}
+}
+
+// TestSocketCounterTable: every SocketCounter has a unique name and help.
+func TestSocketCounterTable(t *testing.T) {
+	if err := dataphase.CheckCounterInfo(socketCounterInfo[:]); err != nil {
+		t.Error(err)
 	}
 }

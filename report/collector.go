@@ -65,13 +65,15 @@ func (c *Collector) prefix(slot int) string {
 	return fmt.Sprintf("[%d]", slot)
 }
 
-// Banner prints our own banner line (text mode only). The name and version
-// are ours; OB-UDPST's banner is not imitated.
+// Banner prints OB-UDPST's banner lines (text mode only), "UDP Speed
+// Test", "Software Ver: ..." and, with Options.Mode, "Mode: Client, ...",
+// where parsers of its output look for them, naming udpstp (name) and its
+// version as well as the OB-UDPST version whose output it produces.
 func (c *Collector) Banner(name, version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.text() {
-		c.write(banner(name, version))
+		c.write(banner(name, version, c.opt.Mode))
 	}
 }
 
@@ -197,9 +199,15 @@ func (c *Collector) CheckMinConnections() bool {
 		return false
 	}
 	c.failed = true
-	c.say(-1, fmt.Sprintf("ERROR: Minimum required connections (%d) unavailable", c.opt.MinConnections))
+	c.say(-1, MinConnectionsMessage(c.opt.MinConnections))
 	c.minConns()
 	return true
+}
+
+// MinConnectionsMessage is OB-UDPST's line for a run left with fewer than
+// min Test Connections.
+func MinConnectionsMessage(min int) string {
+	return fmt.Sprintf("ERROR: Minimum required connections (%d) unavailable", min)
 }
 
 // ErrorStatus returns OB-UDPST's ErrorStatus, also the exit status.
@@ -220,7 +228,10 @@ func (c *Collector) ErrorStatus() int {
 // (SkippedBursts, our own figure), text mode prints one extra line after
 // OB-UDPST's, "Sub-Interval[n]: sender skipped k Bursts (p % of plan)", and
 // JSON gets the totals under the separate top-level key "udpstp"; OB-UDPST's
-// lines and keys stay exactly as they are.
+// lines and keys stay exactly as they are. The same key carries each
+// connection's own Sub-Interval figures ("Connections", see conns.go) when
+// there is more than one connection or this end sends the load (then with
+// the sending rate row of each Sub-Interval); not with -s.
 func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,6 +256,9 @@ func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	l3 := rec.rate(overheadL3, ipv6)
 	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
 		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
+	}
+	if !c.opt.NoSubInt {
+		c.res.addConn(conn, &rec, l3, &r)
 	}
 	c.agg.add(&r, &rec, l3, ipv6)
 	c.poll(wall)

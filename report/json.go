@@ -1,6 +1,6 @@
 package report
 
-import "github.com/udpstp/udpstp/control"
+import "github.com/udpstp/udpstp/dataphase"
 
 // The JSON document in OB-UDPST 9.0.0's schema (measurement.md 6.4): same
 // keys in the same order, same types, units and number precisions. Three
@@ -19,7 +19,7 @@ func (r *results) document(f Format) *jobj {
 		top.int("IPLayerMaxConnections", maxConnections)
 		top.int("IPLayerMaxIncrementalResult", maxIncremental)
 		sup := top.obj("IPLayerCapSupported")
-		sup.str("SoftwareVersion", softwareVersion)
+		sup.str("SoftwareVersion", softwareVersion())
 		sup.int("ControlProtocolVersion", protocolVersion)
 		sup.str("Metrics", metricsSupported)
 	}
@@ -32,7 +32,7 @@ func (r *results) document(f Format) *jobj {
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
 	top.str("ErrorMessage2", r.msg2)
-	if r.skips.any() {
+	if r.skips.any() || r.connsShown() {
 		top.add(ExtensionKey, r.extension())
 	}
 	return top
@@ -73,9 +73,9 @@ func inputObject(t *TestInfo) *jobj {
 	in.int("ECN", int64(t.DSCPECN&3))
 	in.int("CEThreshold", int64(t.CEThresh))
 	switch t.Family {
-	case control.FamilyV4:
+	case dataphase.FamilyV4:
 		in.str("ProtocolVersion", "IPv4")
-	case control.FamilyV6:
+	case dataphase.FamilyV6:
 		in.str("ProtocolVersion", "IPv6")
 	default:
 		in.str("ProtocolVersion", "Any")
@@ -255,22 +255,28 @@ func (v *maxResult) object() *jobj {
 	return o
 }
 
-// extension holds our Load Sender's figures: Bursts it skipped because
-// they fell too far behind, the datagrams those Bursts held, datagrams the
-// kernel refused (withheld), and the plan they are measured against.
+// extension holds our own figures. When the Load Sender skipped: Bursts it
+// skipped because they fell too far behind, the datagrams those Bursts
+// held, datagrams the kernel refused (withheld), and the plan they are
+// measured against. Then the per-connection figures (conns.go).
 func (r *results) extension() *jobj {
 	o := &jobj{}
-	addSkips(o, &r.skips)
-	o.int("PlannedDatagrams", int64(r.skips.Planned))
-	o.int("SentDatagrams", int64(r.skips.Delivered))
-	list := jarr{}
-	for i := range r.skipList {
-		e := &jobj{}
-		e.int("Interval", int64(r.skipList[i].Interval))
-		addSkips(e, &r.skipList[i].F)
-		list = append(list, e)
+	if r.skips.any() {
+		addSkips(o, &r.skips)
+		o.int("PlannedDatagrams", int64(r.skips.Planned))
+		o.int("SentDatagrams", int64(r.skips.Delivered))
+		list := jarr{}
+		for i := range r.skipList {
+			e := &jobj{}
+			e.int("Interval", int64(r.skipList[i].Interval))
+			addSkips(e, &r.skipList[i].F)
+			list = append(list, e)
+		}
+		o.add("Intervals", list)
 	}
-	o.add("Intervals", list)
+	if r.connsShown() {
+		o.add("Connections", r.connsArray())
+	}
 	return o
 }
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
 // Format is the client's output format (-f).
@@ -56,6 +56,10 @@ type Options struct {
 	// ErrorStatus 200 (see CheckMinConnections).
 	MinConnections int
 
+	// Mode, when set, adds OB-UDPST's "Mode:" line to the banner: the
+	// client's payload sizes and socket path.
+	Mode *Mode
+
 	// Now is the wall clock for BOMTime, EOMTime and aggregates produced
 	// without a result (connection end, Finish); nil selects time.Now.
 	Now func() time.Time
@@ -94,7 +98,7 @@ type TestInfo struct {
 	SlowAdjThresh  int
 	HighSpeedDelta int
 	SeqErrThresh   int
-	Algorithm      uint8 // control.AlgorithmB or control.AlgorithmC
+	Algorithm      uint8 // dataphase.AlgorithmB or dataphase.AlgorithmC
 	ConnMin        int   // -C min
 	ConnMax        int   // -C max (the "Conn:" of the header)
 	DSCPECN        int   // the DSCP+ECN byte
@@ -104,9 +108,9 @@ type TestInfo struct {
 	// IPv6: the Test Connections run over IPv6 (payload sizes minus 20,
 	// 20 more overhead bytes per datagram in every rate).
 	IPv6         bool
-	Family       control.Family // -4 / -6 / neither
-	Hosts        []Host         // every server argument, in command-line order
-	ServerPort   int            // the server's test port of this connection
+	Family       dataphase.Family // -4 / -6 / neither
+	Hosts        []Host           // every server argument, in command-line order
+	ServerPort   int              // the server's test port of this connection
 	ClientAddr   string
 	ClientPort   int
 	MaxBandwidth int // -B, Mbps (total)
@@ -152,12 +156,19 @@ const (
 	maxConnections   = 24
 	maxIncremental   = 36000 // 3600 s / 100 ms
 	highSpeedRow     = 1000
-	softwareVersion  = "9.0.0" // the OB-UDPST version whose formats we produce
+	obudpstVersion   = "9.0.0" // the OB-UDPST version whose formats we produce
 	protocolVersion  = 20
 	metricsSupported = "IPLR,Sampled_RTT,IPDV,IPRR,RIPR"
 	warnNoTrafficMs  = 1000
 	timeoutNoTraffic = 3000
 )
+
+// softwareVersion is what OB-UDPST calls SOFTWARE_VER, for the JSON, the
+// server statistics and the banner: OB-UDPST's version with udpstp's own
+// added ("9.0.0+udpstp.v1.2.3", see buildinfo.SoftwareVersion).
+func softwareVersion() string {
+	return buildinfo.SoftwareVersion(obudpstVersion, buildinfo.Get().Version)
+}
 
 // The result records below hold the values exactly as OB-UDPST puts them in
 // its JSON (delays in seconds, ratios as fractions); the text lines are
@@ -262,4 +273,8 @@ type results struct {
 	msg, msg2 string
 	skips     skipFigures
 	skipList  []skipInterval
+	// conns are the per-connection figures (conns.go), by 0-based
+	// connection index; rows indexes the Sending Rate Table to name rows.
+	conns map[int]*connSeries
+	rows  map[dataphase.SendingRate]int
 }

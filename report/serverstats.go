@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // Timing of the -G file (OB-UDPST's STATS_RECORD_INT, STATS_FILE_INT and
@@ -89,7 +91,9 @@ type ServerStatsCounters struct {
 	Setup      StatsSetupCounters
 	Activation StatsActivationCounters
 	Control    StatsControlCounters
-	Data       StatsDataCounters
+	// Data are the Data Phases' counters; counters.data shows those of
+	// statsDataCounters.
+	Data dataphase.Counts
 }
 
 // StatsSetupCounters are counters.setup.
@@ -110,10 +114,12 @@ type StatsControlCounters struct {
 	InvalidSize, InvalidFormat, InvalidChecksum, AuthFailure, BadAuthTime uint64
 }
 
-// StatsDataCounters are counters.data.
-type StatsDataCounters struct {
-	LoadInvalidSize, LoadInvalidFormat, LoadInvalidChecksum       uint64
-	StatusInvalidSize, StatusInvalidFormat, StatusInvalidChecksum uint64
+// statsDataCounters are the Data Phase counters of counters.data, in
+// OB-UDPST's order; their names are the file's keys. (Ours beyond these
+// stay out of the file, whose keys are OB-UDPST's.)
+var statsDataCounters = [...]dataphase.Counter{
+	dataphase.CountLoadInvalidSize, dataphase.CountLoadInvalidFormat, dataphase.CountLoadInvalidChecksum,
+	dataphase.CountStatusInvalidSize, dataphase.CountStatusInvalidFormat, dataphase.CountStatusInvalidChecksum,
 }
 
 // ServerStatsSample is a server's traffic counters, cumulative since it
@@ -124,10 +130,6 @@ type ServerStatsSample struct {
 	// Load datagrams the server's sockets accepted for sending, and
 	// their bytes at the IP layer (headers included).
 	QueuedTxDatagrams, QueuedTxIPBytes uint64
-	// Load as the receiving end reported it in Status PDUs: the server's
-	// (tx) as its clients received it, the clients' (rx) as the server did.
-	DeliveredTxDatagrams, DeliveredTxIPBytes, DeliveredTxLoss, DeliveredTxOooDup uint64
-	DeliveredRxDatagrams, DeliveredRxIPBytes, DeliveredRxLoss, DeliveredRxOooDup uint64
 	// Send calls cut short by backpressure and the datagrams they left;
 	// send calls and the datagrams they took; receive calls and the
 	// datagrams they read. (No sample has readiness waits or merged timer
@@ -135,12 +137,11 @@ type ServerStatsSample struct {
 	TxOverrunEvents, TxOverrunDatagrams uint64
 	TxBursts, TxBurstDatagrams          uint64
 	RxBursts, RxBurstDatagrams          uint64
-	// Status PDUs sent and received; Status PDUs lost in each direction
-	// (a reordered one counts 65535); traffic-stopped events seen here
-	// (local) and reported by the peer (remote).
-	StatusTx, StatusRx             uint64
-	LocMessageLoss, RemMessageLoss uint64
-	LocTrafficStop, RemTrafficStop uint64
+	// Data are the Data Phases' counters: the load as the receiving end
+	// reported it in Status PDUs (the server's, tx, as its clients
+	// received it; the clients', rx, as the server did), the Status PDUs
+	// sent, received and lost, the traffic stops.
+	Data dataphase.Counts
 }
 
 // NewServerStatsRecord makes the record of the interval from prev to cur
@@ -166,29 +167,30 @@ func NewServerStatsRecord(prev, cur ServerStatsSample, m ServerStatsMaxima) Serv
 		}
 		return float64(nc-np) / float64(ec-ep)
 	}
+	data := func(k dataphase.Counter) float64 { return rate(cur.Data[k], prev.Data[k]) }
 	a := &r.Avg
 	a.QueuedTxIPRateMbps = mbps(cur.QueuedTxIPBytes, prev.QueuedTxIPBytes)
 	a.QueuedTxDatagramRate = rate(cur.QueuedTxDatagrams, prev.QueuedTxDatagrams)
-	a.DeliveredTxIPRateMbps = mbps(cur.DeliveredTxIPBytes, prev.DeliveredTxIPBytes)
-	a.DeliveredTxDatagramRate = rate(cur.DeliveredTxDatagrams, prev.DeliveredTxDatagrams)
-	a.DeliveredTxLossRate = rate(cur.DeliveredTxLoss, prev.DeliveredTxLoss)
-	a.DeliveredTxOooDupRate = rate(cur.DeliveredTxOooDup, prev.DeliveredTxOooDup)
-	a.DeliveredRxIPRateMbps = mbps(cur.DeliveredRxIPBytes, prev.DeliveredRxIPBytes)
-	a.DeliveredRxDatagramRate = rate(cur.DeliveredRxDatagrams, prev.DeliveredRxDatagrams)
-	a.DeliveredRxLossRate = rate(cur.DeliveredRxLoss, prev.DeliveredRxLoss)
-	a.DeliveredRxOooDupRate = rate(cur.DeliveredRxOooDup, prev.DeliveredRxOooDup)
+	a.DeliveredTxIPRateMbps = mbps(cur.Data[dataphase.CountTxIPBytes], prev.Data[dataphase.CountTxIPBytes])
+	a.DeliveredTxDatagramRate = data(dataphase.CountTxDatagrams)
+	a.DeliveredTxLossRate = data(dataphase.CountTxLoss)
+	a.DeliveredTxOooDupRate = data(dataphase.CountTxOooDup)
+	a.DeliveredRxIPRateMbps = mbps(cur.Data[dataphase.CountRxIPBytes], prev.Data[dataphase.CountRxIPBytes])
+	a.DeliveredRxDatagramRate = data(dataphase.CountRxDatagrams)
+	a.DeliveredRxLossRate = data(dataphase.CountRxLoss)
+	a.DeliveredRxOooDupRate = data(dataphase.CountRxOooDup)
 	a.TxOverrunRate = rate(cur.TxOverrunEvents, prev.TxOverrunEvents)
 	a.TxOverrunSize = size(cur.TxOverrunDatagrams, prev.TxOverrunDatagrams, cur.TxOverrunEvents, prev.TxOverrunEvents)
 	a.TxBurstRate = rate(cur.TxBursts, prev.TxBursts)
 	a.TxBurstSize = size(cur.TxBurstDatagrams, prev.TxBurstDatagrams, cur.TxBursts, prev.TxBursts)
 	a.RxBurstRate = rate(cur.RxBursts, prev.RxBursts)
 	a.RxBurstSize = size(cur.RxBurstDatagrams, prev.RxBurstDatagrams, cur.RxBursts, prev.RxBursts)
-	a.TxMessageRate = rate(cur.StatusTx, prev.StatusTx)
-	a.RxMessageRate = rate(cur.StatusRx, prev.StatusRx)
-	a.LocMessageLossRate = rate(cur.LocMessageLoss, prev.LocMessageLoss)
-	a.RemMessageLossRate = rate(cur.RemMessageLoss, prev.RemMessageLoss)
-	a.LocTrafficStopRate = rate(cur.LocTrafficStop, prev.LocTrafficStop)
-	a.RemTrafficStopRate = rate(cur.RemTrafficStop, prev.RemTrafficStop)
+	a.TxMessageRate = data(dataphase.CountStatusSent)
+	a.RxMessageRate = data(dataphase.CountStatusReceived)
+	a.LocMessageLossRate = data(dataphase.CountLocalStatusLoss)
+	a.RemMessageLossRate = data(dataphase.CountRemoteStatusLoss)
+	a.LocTrafficStopRate = data(dataphase.CountLocalTrafficStop)
+	a.RemTrafficStopRate = data(dataphase.CountRemoteTrafficStop)
 	return r
 }
 
@@ -208,7 +210,7 @@ func (f *ServerStatsFile) Render(loc *time.Location) []byte {
 	w.str(0, "host_ip_address", f.HostIPAddress)
 	w.int(0, "control_port", int64(f.ControlPort))
 	w.int(0, "process_id", int64(f.ProcessID))
-	w.str(0, "software_version", softwareVersion)
+	w.str(0, "software_version", softwareVersion())
 	w.int(0, "protocol_version", protocolVersion)
 	w.raw(0, "schema_version", "1.0")
 	w.bool(0, "jumbo_datagrams", f.JumboDatagrams)
@@ -378,13 +380,9 @@ func (w *statsWriter) counters(c *ServerStatsCounters) {
 	w.uint(2, "bad_auth_time", k.BadAuthTime)
 	w.close(1)
 	w.open(1, "data")
-	d := &c.Data
-	w.uint(2, "load_invalid_size", d.LoadInvalidSize)
-	w.uint(2, "load_invalid_format", d.LoadInvalidFormat)
-	w.uint(2, "load_invalid_checksum", d.LoadInvalidChecksum)
-	w.uint(2, "status_invalid_size", d.StatusInvalidSize)
-	w.uint(2, "status_invalid_format", d.StatusInvalidFormat)
-	w.uint(2, "status_invalid_checksum", d.StatusInvalidChecksum)
+	for _, k := range statsDataCounters {
+		w.uint(2, k.String(), c.Data[k])
+	}
 	w.close(1)
 	w.close(0)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/internal/golden"
 )
 
@@ -21,7 +22,7 @@ func statsReference(t *testing.T) []byte {
 	if err != nil {
 		t.Skipf("reference -G file not available: %v", err)
 	}
-	return b
+	return ourIdentity(t, b)
 }
 
 // TestServerStatsReproducesReference fills a ServerStatsFile with the
@@ -97,10 +98,10 @@ func TestServerStatsReproducesReference(t *testing.T) {
 			InvalidSize: u(k, "invalid_size"), InvalidFormat: u(k, "invalid_format"), InvalidChecksum: u(k, "invalid_checksum"),
 			AuthFailure: u(k, "auth_failure"), BadAuthTime: u(k, "bad_auth_time"),
 		},
-		Data: StatsDataCounters{
-			LoadInvalidSize: u(dt, "load_invalid_size"), LoadInvalidFormat: u(dt, "load_invalid_format"),
-			LoadInvalidChecksum: u(dt, "load_invalid_checksum"), StatusInvalidSize: u(dt, "status_invalid_size"),
-			StatusInvalidFormat: u(dt, "status_invalid_format"), StatusInvalidChecksum: u(dt, "status_invalid_checksum"),
+		Data: dataphase.Counts{
+			dataphase.CountLoadInvalidSize: u(dt, "load_invalid_size"), dataphase.CountLoadInvalidFormat: u(dt, "load_invalid_format"),
+			dataphase.CountLoadInvalidChecksum: u(dt, "load_invalid_checksum"), dataphase.CountStatusInvalidSize: u(dt, "status_invalid_size"),
+			dataphase.CountStatusInvalidFormat: u(dt, "status_invalid_format"), dataphase.CountStatusInvalidChecksum: u(dt, "status_invalid_checksum"),
 		},
 	}
 	got := f.Render(time.UTC)
@@ -126,8 +127,9 @@ func TestServerStatsSchemaOfComputedFile(t *testing.T) {
 	t0 := time.Unix(1796009724, 560891000)
 	s0 := ServerStatsSample{At: t0}
 	s1 := ServerStatsSample{At: t0.Add(10 * time.Second), QueuedTxDatagrams: 1000, QueuedTxIPBytes: 1250000,
-		DeliveredTxDatagrams: 990, DeliveredTxIPBytes: 1237500, DeliveredTxLoss: 10, TxBursts: 100, TxBurstDatagrams: 1000,
-		TxOverrunEvents: 2, TxOverrunDatagrams: 7, StatusRx: 200, LocMessageLoss: 3}
+		TxBursts: 100, TxBurstDatagrams: 1000, TxOverrunEvents: 2, TxOverrunDatagrams: 7,
+		Data: dataphase.Counts{dataphase.CountTxDatagrams: 990, dataphase.CountTxIPBytes: 1237500, dataphase.CountTxLoss: 10,
+			dataphase.CountStatusReceived: 200, dataphase.CountLocalStatusLoss: 3}}
 	s2 := ServerStatsSample{At: t0.Add(20 * time.Second)}
 	f := ServerStatsFile{HostName: "", ControlPort: 24601, ProcessID: 4242, JumboDatagrams: true, GSOEnabled: true, MaxConnections: 254,
 		Records: []ServerStatsRecord{

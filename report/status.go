@@ -4,8 +4,12 @@ import "strings"
 
 // ErrorStatus values with a rule of their own (measurement.md 6.3).
 const (
-	StatusSuccess  = 0
-	StatusWarnMax  = 49  // 1..49 are warnings: a completed test keeps them
+	StatusSuccess = 0
+	StatusWarnMax = 49 // 1..49 are warnings: a completed test keeps them
+	// StatusInit is OB-UDPST's initialization error base
+	// (STATUS_INIT_ERRBASE): a file or socket that cannot be opened at
+	// start, a result that cannot be written.
+	StatusInit     = 75
 	StatusMinConns = 200 // fewer active connections than -C min
 	StatusGeneral  = 255 // the start value: a run that ends any other way
 )

@@ -83,7 +83,7 @@ func TestMessagesNotPrintedInJSON(t *testing.T) {
 	c.ConnEnded(false)
 	c.CheckMinConnections()
 	c.Finish()
-	want := `{"IPLayerMaxConnections":24,"IPLayerMaxIncrementalResult":36000,"IPLayerCapSupported":{"SoftwareVersion":"9.0.0","ControlProtocolVersion":20,"Metrics":"IPLR,Sampled_RTT,IPDV,IPRR,RIPR"},"ErrorStatus":200,"ErrorMessage":"ERROR: Minimum required connections (1) unavailable","ErrorMessage2":"WARNING: Timeout awaiting response from server 127.0.0.1:24999"}` + "\n"
+	want := `{"IPLayerMaxConnections":24,"IPLayerMaxIncrementalResult":36000,"IPLayerCapSupported":{"SoftwareVersion":"` + softwareVersion() + `","ControlProtocolVersion":20,"Metrics":"IPLR,Sampled_RTT,IPDV,IPRR,RIPR"},"ErrorStatus":200,"ErrorMessage":"ERROR: Minimum required connections (1) unavailable","ErrorMessage2":"WARNING: Timeout awaiting response from server 127.0.0.1:24999"}` + "\n"
 	if out.String() != want {
 		t.Errorf("got  %s\nwant %s", out.String(), want)
 	}

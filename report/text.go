@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
 // The text lines, in OB-UDPST 9.0.0's exact formats (measurement.md 6.1).
@@ -41,7 +42,7 @@ func headerLines(t *TestInfo, prefix string) string {
 }
 
 func algorithmName(a uint8) string {
-	if a == control.AlgorithmC {
+	if a == dataphase.AlgorithmC {
 		return "C"
 	}
 	return "B"
@@ -98,9 +99,61 @@ func maximumLine(prefix, dir, label string, l3, l2, l1, l0 float64) string {
 		prefix, dir, label, l3, l2, l1, l0)
 }
 
-// banner is our own first line in text mode. OB-UDPST's "UDP Speed Test /
-// Software Ver" banner is deliberately not imitated: we are not udpst.
-func banner(name, version string) string {
-	return fmt.Sprintf("%s %s, UDP Speed Test (RFC 9097 / RFC 9946), OB-UDPST %s compatible output\n",
-		name, version, softwareVersion)
+// banner is OB-UDPST's banner as parsers of its output find it: the title,
+// the "Software Ver:" line and, when m is given, the "Mode:" line, with
+// udpstp's identity added where OB-UDPST names itself: Software Ver is
+// OB-UDPST's version with ours as build metadata (softwareVersion), and
+// Built, a compile date in OB-UDPST, names our build.
+func banner(name, version string, m *Mode) string {
+	bi := buildinfo.Get()
+	built := name + " " + version
+	var extra []string
+	if c := bi.ShortCommit(); c != "" {
+		extra = append(extra, "commit "+c)
+	}
+	extra = append(extra, bi.GoVersion)
+	built += " (" + strings.Join(extra, ", ") + ")"
+	s := fmt.Sprintf("UDP Speed Test\nSoftware Ver: %s, Protocol Ver: %d, Built: %s\n",
+		buildinfo.SoftwareVersion(obudpstVersion, version), protocolVersion, built)
+	if m != nil {
+		s += m.line()
+	}
+	return s
+}
+
+// Mode is what OB-UDPST's "Mode:" banner line says of a client: the
+// payload sizes its options allow, and the build's features.
+type Mode struct {
+	Jumbo          bool // jumbo sizes permitted (no -j)
+	TraditionalMTU bool // -T
+	IPv6Only       bool // -6: 20 bytes less payload
+	// Optimizations is the socket path in OB-UDPST's words, e.g.
+	// "SendMMsg()+GSO RecvMMsg()+Trunc"; "" for none.
+	Optimizations string
+}
+
+// line is "Mode: Client, Payload Default[Max]: d[m], Auth: Available,
+// Checksum: Off, Optimizations: ...". Auth is always available here
+// (OB-UDPST's is a build option); Checksum Off is what a 9.0.0 build
+// without ADD_HEADER_CSUM says, and what udpstp sends.
+func (m *Mode) line() string {
+	v6 := 0
+	if m.IPv6Only {
+		v6 = ipv6Extra
+	}
+	def := defaultPayload
+	if m.TraditionalMTU {
+		def = tradPayload
+	}
+	def -= v6
+	maxP := def
+	if m.Jumbo {
+		maxP = jumboPayload - v6
+	}
+	opt := ""
+	if m.Optimizations != "" {
+		opt = " " + m.Optimizations
+	}
+	return fmt.Sprintf("Mode: Client, Payload Default[Max]: %d[%d], Auth: Available, Checksum: Off, Optimizations:%s\n",
+		def, maxP, opt)
 }

@@ -10,6 +10,7 @@ package main
 // and only then let cli parse them.
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -145,6 +146,7 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 	cmd.HideHelpCommand = true // else a server named "help" or "h" would print help
 	cmd.CustomHelpTemplate = cli.CommandHelpTemplate
 	cmd.OnUsageError = usageError
+	cmd.BashComplete = completeVisibleFlags
 	cmd.Action = func(c *cli.Context) error {
 		p := permute(c.Args().Slice(), c.Command.Flags)
 		if p.help || p.usage {
@@ -155,7 +157,7 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 			return nil
 		}
 		if p.missing != "" {
-			return configError("ERROR: Option %s needs a value", optionNamed(p.missing))
+			return configError("ERROR: Option %s needs a value", flagNamed(c.Command.Flags, p.missing))
 		}
 		inner := &cli.Command{
 			Name:     c.Command.Name,
@@ -168,7 +170,7 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 			Action: func(c *cli.Context) error {
 				for _, a := range c.Args().Slice() {
 					if strings.HasPrefix(a, "-") {
-						return configError("ERROR: Unexpected argument '%s' (an address cannot start with '-'; options go before --)", a)
+						return configError("ERROR: Unexpected argument '%s' (an address or file name cannot start with '-'; options go before --)", a)
 					}
 				}
 				return action(c)
@@ -181,13 +183,19 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 	return cmd
 }
 
-// optionNamed returns how messages name the option called name (long
-// name or letter).
-func optionNamed(name string) string {
-	for i := range options {
-		if o := &options[i]; o.name == name || o.letter == name {
-			return o.String()
+// flagNamed returns how messages name the flag with the given name or
+// alias: --long/-l, as option.String does for the option table.
+func flagNamed(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		names := f.Names()
+		if !slices.Contains(names, name) {
+			continue
 		}
+		s := "--" + names[0]
+		if len(names) > 1 {
+			s += "/-" + names[1]
+		}
+		return s
 	}
 	return "-" + name
 }

@@ -130,8 +130,8 @@ func TestClientOptions(t *testing.T) {
 	}{
 		{[]string{"-u"}, func(c *cc) { c.Upstream = true }},
 		{[]string{"-d"}, func(c *cc) {}},
-		{[]string{"-4"}, func(c *cc) { c.Family = control.FamilyV4 }},
-		{[]string{"--ipv6"}, func(c *cc) { c.Family = control.FamilyV6 }},
+		{[]string{"-4"}, func(c *cc) { c.Family = dataphase.FamilyV4 }},
+		{[]string{"--ipv6"}, func(c *cc) { c.Family = dataphase.FamilyV6 }},
 		{[]string{"-C", "1"}, func(c *cc) {}},
 		{[]string{"--connections", "1-1"}, func(c *cc) {}},
 		{[]string{"-e"}, func(c *cc) { c.ShowErrors = true }},
@@ -162,8 +162,8 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-t", "5"}, func(c *cc) { c.TestIntTime = 5 }},
 		{[]string{"-P", "100"}, func(c *cc) { c.SubIntPeriod = 100 }},
 		{[]string{"-p", "25000"}, func(c *cc) { c.Servers[0].Port = 25000 }},
-		{[]string{"-A", "c"}, func(c *cc) { c.Algorithm = control.AlgorithmC }},
-		{[]string{"-A", "B"}, func(c *cc) { c.Algorithm = control.AlgorithmB }},
+		{[]string{"-A", "c"}, func(c *cc) { c.Algorithm = dataphase.AlgorithmC }},
+		{[]string{"-A", "B"}, func(c *cc) { c.Algorithm = dataphase.AlgorithmB }},
 		{[]string{"-b", "0"}, func(c *cc) { c.SockBuf = 0 }},
 		{[]string{"-L", "10"}, func(c *cc) { c.LowThresh = 10 }},
 		{[]string{"-U", "100"}, func(c *cc) { c.UpperThresh = 100 }},
@@ -208,8 +208,8 @@ func TestServerOptions(t *testing.T) {
 		args []string
 		set  func(*sc)
 	}{
-		{[]string{"-4"}, func(s *sc) { s.Family = control.FamilyV4 }},
-		{[]string{"-6"}, func(s *sc) { s.Family = control.FamilyV6 }},
+		{[]string{"-4"}, func(s *sc) { s.Family = dataphase.FamilyV4 }},
+		{[]string{"-6"}, func(s *sc) { s.Family = dataphase.FamilyV6 }},
 		{[]string{"-1"}, func(s *sc) { s.OneTest = true }},
 		{[]string{"--one-test"}, func(s *sc) { s.OneTest = true }},
 		{[]string{"-e"}, func(s *sc) { s.ShowErrors = true }},
@@ -665,14 +665,35 @@ func TestServerError(t *testing.T) {
 	}
 }
 
+// `udpstp version`, --version and -V print the same block: the version,
+// the commit, the Go toolchain and the protocol versions.
 func TestVersion(t *testing.T) {
-	r := run(t, "version")
-	for _, want := range []string{"udpstp " + version, "Protocol version: 20", "11-20"} {
-		if r.code != 0 || !strings.Contains(r.out, want) {
-			t.Errorf("version: exit %d, output %q lacks %q", r.code, r.out, want)
+	var first string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}} {
+		r := run(t, args...)
+		for _, want := range []string{"udpstp " + version + "\n", "\nCommit: ", "\nGo: go1.", "Protocol version: 20", "11-20"} {
+			if r.code != 0 || !strings.Contains(r.out, want) {
+				t.Errorf("%q: exit %d, output %q lacks %q", args, r.code, r.out, want)
+			}
+		}
+		if first == "" {
+			first = r.out
+		} else if r.out != first {
+			t.Errorf("%q prints %q, version prints %q", args, r.out, first)
 		}
 	}
+	if version == "" {
+		t.Error("version is empty after init")
+	}
 	mustFail(t, exitConfig, []string{"version", "x"}, `"x"`)
+	// -V is the app's, never an option of the test commands: udpst has no
+	// -V, so a client given one is refused like any unknown option.
+	for i := range options {
+		if options[i].letter == "V" {
+			t.Errorf("%s takes -V, which is the version flag", &options[i])
+		}
+	}
+	mustFail(t, exitConfig, []string{"client", "-d", "-V", "h"}, "-V")
 }
 
 // TestOptionTable: the table covers OB-UDPST's getopt string exactly, each

@@ -7,11 +7,13 @@ package main
 // name, since our long names differ from udpst's letters.
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -171,9 +173,9 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 	if v.set("algorithm") {
 		switch a := v.text("algorithm"); {
 		case strings.EqualFold(a, "B"):
-			cfg.Algorithm = control.AlgorithmB
+			cfg.Algorithm = dataphase.AlgorithmB
 		case strings.EqualFold(a, "C"):
-			cfg.Algorithm = control.AlgorithmC
+			cfg.Algorithm = dataphase.AlgorithmC
 		default:
 			return 0, configError("ERROR: '%s' is not a valid rate adjustment algorithm (%s: B or C)", a, opt("algorithm"))
 		}
@@ -253,6 +255,10 @@ func clientKey(v optionValues, cfg *control.ClientConfig, keyID int) error {
 		return cli.Exit("ERROR: "+err.Error(), code)
 	}
 	cfg.Key, cfg.KeyID = key, id
+	if len(key) > 0 && control.KeyBits(key) < control.MinKeyBits {
+		// On standard error: the text on standard output stays OB-UDPST's.
+		fmt.Fprintf(v.c.App.ErrWriter, "udpstp: WARNING: the authentication key (id %d) is %s\n", id, control.WeakKeyAdvice)
+	}
 	return nil
 }
 

@@ -212,8 +212,8 @@ var options = []option{
 		usage: "most Test Connections at once, `count`, all clients together (1-254)", def: "254",
 		wrongRole: "ERROR: Maximum connection count only valid when server"},
 	{name: "setup-rate", role: forServer, kind: decimal, lo: 0, hi: maxSetupRate, category: catService,
-		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit)",
-		def:       "20",
+		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
+		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
 }
 
@@ -273,9 +273,17 @@ func flagsFor(r role) []cli.Flag {
 			continue
 		}
 		flags = append(flags, &cli.StringFlag{Name: o.name, Aliases: aliases, Usage: usage,
-			Category: o.category, Hidden: hidden, DefaultText: def})
+			Category: o.category, Hidden: hidden, DefaultText: def, TakesFile: takesFile(usage)})
 	}
 	return flags
+}
+
+// takesFile reports whether an option's value is a file name, as its
+// usage's placeholder says ("`file`", "`[+]file`", "`FILE`"), so that
+// shell completion offers file names there.
+func takesFile(usage string) bool {
+	p, _ := unquoteUsage(usage)
+	return strings.HasSuffix(strings.ToLower(p), "file")
 }
 
 // configError is a command-line error: one line, exit status 50.
@@ -397,17 +405,17 @@ func checkUnsupported(c *cli.Context, r role) error {
 
 // family reads -4/-6. OB-UDPST lets the last one win; giving both is
 // surely a mistake, so it is refused.
-func family(v optionValues) (control.Family, error) {
+func family(v optionValues) (dataphase.Family, error) {
 	v4, v6 := v.on("ipv4"), v.on("ipv6")
 	switch {
 	case v4 && v6:
 		return 0, configError("ERROR: %s and %s are mutually exclusive", opt("ipv4"), opt("ipv6"))
 	case v4:
-		return control.FamilyV4, nil
+		return dataphase.FamilyV4, nil
 	case v6:
-		return control.FamilyV6, nil
+		return dataphase.FamilyV6, nil
 	}
-	return control.FamilyAny, nil
+	return dataphase.FamilyAny, nil
 }
 
 // checkAuthKey applies control.ValidateKey to -a: OB-UDPST's length limit,
@@ -448,9 +456,9 @@ func checkDebug(v optionValues) error {
 
 // showRates prints the sending rate table for -S, as `udpst -S` does
 // after its checks, instead of running.
-func showRates(c *cli.Context, noJumbo, traditionalMTU bool, fam control.Family) error {
+func showRates(c *cli.Context, noJumbo, traditionalMTU bool, fam dataphase.Family) error {
 	o := dataphase.TableOptions{NoJumbo: noJumbo, TraditionalMTU: traditionalMTU}
-	if err := writeRateTable(c.App.Writer, o, fam == control.FamilyV6); err != nil {
+	if err := writeRateTable(c.App.Writer, o, fam == dataphase.FamilyV6); err != nil {
 		return fmt.Errorf("%s: %w", opt("show-rates"), err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/udpstp/udpstp/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,18 +24,20 @@ const (
 	// exitInit is OB-UDPST's initialization error base (STATUS_INIT_ERRBASE):
 	// a file or socket that cannot be opened at start, a result that
 	// cannot be written.
-	exitInit = 75
+	exitInit = report.StatusInit
 )
 
 func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "udpstp",
 		Usage:                "UDP Speed Test Protocol (RFC 9946) server and client",
+		Version:              version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands:             []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), versionCommand()},
-		OnUsageError:         usageError,
-		Action:               unknownCommand,
+		Commands: []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), plotCommand(), versionCommand(),
+			completionCommand(), manCommand()},
+		OnUsageError: usageError,
+		Action:       unknownCommand,
 		// Errors come back from Run and main reports them. Without this
 		// handler cli would print them itself and call os.Exit from inside
 		// Run, out of our control and in the middle of tests.

@@ -103,7 +103,7 @@ func (n *engineNet) describe() string {
 
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := engine.OpenUDP(laddr, engine.SocketOptions{
-		Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
+		Family: o.Family, V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
 	})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -162,16 +162,19 @@ type statsDataPhase interface {
 // if it had any (-e).
 func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
 	st := dp.Stats().Socket
-	p := st.Path
-	if st.BackpressureEvents+p.Total()+p.GivenUp+p.PreConnect+st.SocketErrors+st.GSORefusals == 0 {
+	c := st.Counts
+	if c[engine.CountBackpressure]+c.PathErrors()+c[engine.CountGivenUp]+c[engine.CountPreConnect]+
+		c[engine.CountSocketErrors]+c[engine.CountGSORefusals] == 0 {
 		return
 	}
-	n.log.Warn("socket errors", "local", s.LocalAddr(), "peer", s.Peer(),
-		"overruns", st.BackpressureEvents, "refused_datagrams", st.RefusedDatagrams,
-		"connection_refused", p.PortUnreachable, "host_unreachable", p.HostUnreachable,
-		"net_unreachable", p.NetUnreachable, "prohibited", p.Prohibited, "message_too_big", p.MessageTooBig,
-		"other_path_errors", p.Other, "given_up_datagrams", p.GivenUp, "pre_connect_dropped", p.PreConnect,
-		"socket_errors", st.SocketErrors, "gso_refusals", st.GSORefusals, "gso", st.GSO)
+	args := []any{"local", s.LocalAddr(), "peer", s.Peer(),
+		"overruns", c[engine.CountBackpressure], engine.CountRefusedDatagrams.String(), c[engine.CountRefusedDatagrams]}
+	// Every path counter by its name (connection_refused, host_unreachable,
+	// ..., pre_connect_dropped).
+	for k := engine.CountConnRefused; k <= engine.CountGSORefusals; k++ {
+		args = append(args, k.String(), c[k])
+	}
+	n.log.Warn("socket errors", append(args, "gso", st.GSO)...)
 }
 
 func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {
@@ -203,8 +206,8 @@ func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent
 			n.log.Debug("data phase totals", "local", s.LocalAddr(), "peer", s.Peer(), "load_sender", core.LoadSender(),
 				"skipped_bursts", tot.SkippedBursts, "skipped_datagrams", tot.SkippedDgrams, "withheld_datagrams", tot.WithheldDgrams,
 				"planned_datagrams", tot.SenderPlanned, "delivered_datagrams", tot.SenderDelivered,
-				"sent", st.Socket.SentDatagrams, "received", st.Socket.RecvDatagrams,
-				"backpressure", st.Socket.BackpressureEvents, "turns", st.Turns)
+				"sent", st.Socket.Counts[engine.CountSentDatagrams], "received", st.Socket.Counts[engine.CountRecvDatagrams],
+				"backpressure", st.Socket.Counts[engine.CountBackpressure], "turns", st.Turns)
 		}
 		onEvent(ev)
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
 )
 
@@ -124,13 +125,14 @@ func startWatchdog(ctx context.Context, wg *sync.WaitGroup, n *notifier, log *sl
 func statusLine(cur, prev *control.ServerSnapshot, d time.Duration) string {
 	var txMbps, rxMbps float64
 	if s := d.Seconds(); s > 0 && prev != nil {
-		txMbps = float64(cur.Data.TxIPBytes-prev.Data.TxIPBytes) * 8 / 1e6 / s
-		rxMbps = float64(cur.Data.RxIPBytes-prev.Data.RxIPBytes) * 8 / 1e6 / s
+		tx, rx := dataphase.CountTxIPBytes, dataphase.CountRxIPBytes
+		txMbps = float64(cur.Data[tx]-prev.Data[tx]) * 8 / 1e6 / s
+		rxMbps = float64(cur.Data[rx]-prev.Data[rx]) * 8 / 1e6 / s
 	}
 	return fmt.Sprintf("running tests: %d (%d down, %d up); sending %.1f Mbps, receiving %.1f Mbps; "+
 		"setups: %d accepted, %d refused, %d dropped over the per-source rate",
 		cur.Running, cur.RunningDown, cur.RunningUp, txMbps, rxMbps,
-		cur.Accepted, cur.RejectedTotal(), cur.SetupRateLimited)
+		cur.Counts[control.CountSetupAccepted], cur.RejectedTotal(), cur.Counts[control.CountSetupRateLimited])
 }
 
 // runStatus refreshes STATUS= every period until ctx ends.

@@ -7,13 +7,17 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
 // localOptions are settings of this process that control's configs do not
@@ -29,6 +33,27 @@ var runServer = serve
 
 // runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
 var runClient = runTest
+
+// runTest runs one test (package client) on the engine's sockets.
+func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
+	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
+		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	return client.Run(ctx, cfg, client.Options{Network: net, Out: os.Stdout, Stderr: os.Stderr,
+		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO)})
+}
+
+// socketPath is the client's socket path in OB-UDPST's words, for the
+// banner's Mode line: batched calls, GSO unless --no-gso, header-only
+// reads; the portable executor off Linux has none of them.
+func socketPath(noGSO bool) string {
+	switch {
+	case runtime.GOOS != "linux":
+		return ""
+	case noGSO:
+		return "SendMMsg() RecvMMsg()+Trunc"
+	}
+	return "SendMMsg()+GSO RecvMMsg()+Trunc"
+}
 
 // signalContext is cancelled by SIGINT or SIGTERM, so that a test or a
 // server stops cleanly and reports instead of dying mid-write.

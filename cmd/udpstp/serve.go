@@ -95,6 +95,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	if len(socks) > 0 && len(cfg.BindAddrs) > 0 {
 		log.Warn("control sockets passed by systemd are used; the bind addresses on the command line are ignored", "ignored", cfg.BindAddrs)
 	}
+	warnWeakKeys(log, cfg.Keys)
 
 	nt := newNotifier(log)
 	nt.send("READY=1")
@@ -196,6 +197,15 @@ func reloadKeys(srv *control.Server, so serviceOptions, nt *notifier, log *slog.
 	}
 	srv.SetKeys(keys)
 	log.Info("key file reloaded", "file", so.KeyFile, "keys", keys.File.Len())
+	warnWeakKeys(log, keys)
+}
+
+// warnWeakKeys logs, once per key and never with the key itself, each key
+// short enough to guess offline.
+func warnWeakKeys(log *slog.Logger, keys *control.ServerKeys) {
+	for _, k := range keys.WeakKeys() {
+		log.Warn("weak authentication key: "+control.WeakKeyAdvice, "key", k, "min_bits", control.MinKeyBits)
+	}
 }
 
 // statsHeader is the fixed part of every -G file.

@@ -25,7 +25,7 @@ type serviceOptions struct {
 	LogLevel    slog.Level // --log-level
 	LogLevelSet bool       // --log-level was given (else -D means debug)
 
-	SetupRate int // --setup-rate: Setup Requests per second per source; 0: no limit
+	SetupRate int // --setup-rate: Setup Requests per second per source; 0 (the default): no limit
 
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
 	AuthKey string
@@ -35,7 +35,12 @@ type serviceOptions struct {
 // Defaults of the service options.
 const (
 	defaultLogSizeKB = 1000
-	defaultSetupRate = 20
+	// defaultSetupRate is no limit: a rate that bites floods also refused
+	// ten OB-UDPST clients of 8 connections starting together behind one
+	// address. The server's own bounds (pending Test Connections per
+	// source and in all, the refusal answer budget; docs/security.md)
+	// never refuse ordinary use.
+	defaultSetupRate = 0
 	// minSetupBurst lets a multi-connection client's Setup Requests (up to
 	// 24 at once, OB-UDPST's -C maximum) through twice over.
 	minSetupBurst = 2 * control.MaxConnsPerClient

@@ -99,23 +99,18 @@ type statsSock struct {
 	sender bool // the server sends the load on it
 }
 
-// sockTotals are counters summed over sockets.
+// sockTotals are the sockets' counters summed, and the datagrams sent on
+// Load Senders' sockets (the load; the others sent Status PDUs).
 type sockTotals struct {
-	loadSent                                  uint64 // datagrams accepted on Load Senders' sockets
-	sendCalls, sent, recvCalls, recv          uint64
-	backpressureEvents, backpressureDatagrams uint64
+	engine.SocketCounts
+	loadSent uint64
 }
 
 func (t *sockTotals) add(s engine.SocketStats, sender bool) {
 	if sender {
-		t.loadSent += s.SentDatagrams
+		t.loadSent += s.Counts[engine.CountSentDatagrams]
 	}
-	t.sendCalls += s.SendCalls
-	t.sent += s.SentDatagrams
-	t.recvCalls += s.RecvCalls
-	t.recv += s.RecvDatagrams
-	t.backpressureEvents += s.BackpressureEvents
-	t.backpressureDatagrams += s.RefusedDatagrams
+	t.SocketCounts.Add(&s.Counts)
 }
 
 func newStatsNet(n control.Network) *statsNet {
@@ -178,49 +173,44 @@ func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
 	d := c.srv.Snapshot().Data
 	t := c.net.totals()
 	s := report.ServerStatsSample{
-		At:                   now,
-		QueuedTxDatagrams:    t.loadSent,
-		DeliveredTxDatagrams: d.TxDatagrams, DeliveredTxIPBytes: d.TxIPBytes, DeliveredTxLoss: d.TxLoss, DeliveredTxOooDup: d.TxOooDup,
-		DeliveredRxDatagrams: d.RxDatagrams, DeliveredRxIPBytes: d.RxIPBytes, DeliveredRxLoss: d.RxLoss, DeliveredRxOooDup: d.RxOooDup,
-		TxOverrunEvents: t.backpressureEvents, TxOverrunDatagrams: t.backpressureDatagrams,
-		TxBursts: t.sendCalls, TxBurstDatagrams: t.sent,
-		RxBursts: t.recvCalls, RxBurstDatagrams: t.recv,
-		StatusTx: d.StatusSent, StatusRx: d.StatusReceived,
-		LocMessageLoss: d.LocalStatusLoss, RemMessageLoss: d.RemoteStatusLoss,
-		LocTrafficStop: d.LocalTrafficStop, RemTrafficStop: d.RemoteTrafficStop,
+		At:                now,
+		QueuedTxDatagrams: t.loadSent,
+		TxOverrunEvents:   t.SocketCounts[engine.CountBackpressure], TxOverrunDatagrams: t.SocketCounts[engine.CountRefusedDatagrams],
+		TxBursts: t.SocketCounts[engine.CountSendCalls], TxBurstDatagrams: t.SocketCounts[engine.CountSentDatagrams],
+		RxBursts: t.SocketCounts[engine.CountRecvCalls], RxBurstDatagrams: t.SocketCounts[engine.CountRecvDatagrams],
+		Data: d,
 	}
-	if d.TxDatagrams > 0 {
-		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d.TxIPBytes) / float64(d.TxDatagrams))
+	if n := d[dataphase.CountTxDatagrams]; n > 0 {
+		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
 	}
 	return s
 }
 
 // counters maps the server's counters onto the file's.
 func statsCounters(n *control.ServerSnapshot) report.ServerStatsCounters {
-	r := &n.Rejected
-	valid := n.SetupRequests - min(n.SetupRequests, n.SetupRateLimited+n.SetupInvalid)
-	d := &n.Data
+	r, k := &n.Rejected, &n.Counts
+	requests := k[control.CountSetupRequests]
+	valid := requests - min(requests, k[control.CountSetupRateLimited]+k[control.CountSetupInvalid])
 	return report.ServerStatsCounters{
 		Setup: report.StatsSetupCounters{
-			RequestsReceived: valid, AcceptsSent: n.Accepted, RejectsSent: n.RejectedTotal(),
+			RequestsReceived: valid, AcceptsSent: k[control.CountSetupAccepted], RejectsSent: n.RejectedTotal(),
 			InvalidProtocolVer: r[control.SetupBadVersion],
 			InvalidSetupOption: r[control.SetupJumboMismatch] + r[control.SetupAuthNotConf] + r[control.SetupAuthRequired] +
 				r[control.SetupAuthMode] + r[control.SetupNoMaxBW] + r[control.SetupTradMismatch] + r[control.SetupMCInvalid],
 			BandwidthExceeded:    r[control.SetupCapExceeded],
 			ConnectionCreateFail: r[control.SetupConnFail],
-			LegacyProtocolVer:    n.LegacyAccepted,
+			LegacyProtocolVer:    k[control.CountLegacyAccepted],
 		},
 		Activation: report.StatsActivationCounters{
-			TimeoutWaiting: n.ActivationWait, RequestsReceived: n.ActivationRequests, AcceptsSent: n.Activated,
+			TimeoutWaiting: k[control.CountActivationWait], RequestsReceived: k[control.CountActivationRequests],
+			AcceptsSent: k[control.CountActivated],
 		},
 		Control: report.StatsControlCounters{
-			InvalidSize: n.InvalidSize, InvalidFormat: n.InvalidFormat, InvalidChecksum: n.InvalidChecksum,
-			AuthFailure: n.AuthFailure, BadAuthTime: n.AuthTime,
+			InvalidSize: k[control.CountInvalidSize], InvalidFormat: k[control.CountInvalidFormat],
+			InvalidChecksum: k[control.CountInvalidChecksum],
+			AuthFailure:     k[control.CountAuthFailure], BadAuthTime: k[control.CountAuthTime],
 		},
-		Data: report.StatsDataCounters{
-			LoadInvalidSize: d.LoadInvalidSize, LoadInvalidFormat: d.LoadInvalidFormat, LoadInvalidChecksum: d.LoadInvalidChecksum,
-			StatusInvalidSize: d.StatusInvalidSize, StatusInvalidFormat: d.StatusInvalidFormat, StatusInvalidChecksum: d.StatusInvalidChecksum,
-		},
+		Data: n.Data,
 	}
 }
 

@@ -2,33 +2,85 @@ package main
 
 import (
 	"fmt"
-	"runtime"
+	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
-// version is udpstp's release. Builds set it with
-// -ldflags "-X main.version=1.2.3".
-var version = "0.1.0-dev"
+// version is udpstp's release and commit the commit it was built from.
+// Builds may set them with -ldflags "-X main.version=1.2.3 -X
+// main.commit=..." (the Makefile does, from git); those win. Left empty,
+// they are what Go recorded in the binary (so a `go install ...@v1.2.3`
+// binary says v1.2.3), else "devel" and unknown. init resolves version
+// once, so every use of it reads the final value.
+var version, commit string
+
+func init() {
+	buildinfo.SetLinked(buildinfo.Linked{Version: version, Commit: commit})
+	version = buildinfo.Get().Version
+
+	// -V and --version print the version like `udpstp version`. -V is
+	// free: OB-UDPST's udpst has no -V (its getopt string is in
+	// flags.go), and its -v is our --verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"},
+		Usage: "print the version and exit", DisableDefaultText: true}
+	cli.VersionPrinter = func(c *cli.Context) { writeVersion(c.App.Writer) }
+}
 
 // versionCommand prints our version and the protocol versions we speak,
 // which is what decides whether two ends can test together.
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "version",
-		Usage:        "print the udpstp version and the protocol versions it speaks",
+		Usage:        "print the udpstp version, its build and the protocol versions it speaks",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return configError("version: unexpected argument %q (version takes no arguments)", c.Args().First())
+			if err := noArguments(c); err != nil {
+				return err
 			}
-			w := c.App.Writer
-			fmt.Fprintf(w, "udpstp %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			fmt.Fprintf(w, "Protocol version: %d (client sends %d, server accepts %d-%d), as OB-UDPST 9.0.0\n",
-				control.ProtocolVersion, control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion)
+			writeVersion(c.App.Writer)
 			return nil
 		},
 	}
+}
+
+// noArguments refuses positional arguments to a command that takes none.
+func noArguments(c *cli.Context) error {
+	if c.Args().Present() {
+		return configError("%s: unexpected argument %q (%s takes no arguments)", c.Command.Name, c.Args().First(), c.Command.Name)
+	}
+	return nil
+}
+
+// writeVersion prints what `udpstp version`, --version and -V say:
+//
+//	udpstp v1.2.3
+//	Commit: 0123456789ab (2026-11-30T03:11:05Z, modified)
+//	Go: go1.26.8 linux/amd64
+//	Protocol version: 20 (client sends 20, server accepts 11-20), as OB-UDPST 9.0.0
+func writeVersion(w io.Writer) {
+	bi := buildinfo.Get()
+	fmt.Fprintf(w, "udpstp %s\n", bi.Version)
+	commit := "unknown (built without VCS information)"
+	if bi.Commit != "" {
+		commit = bi.ShortCommit()
+		var extra []string
+		if bi.Time != "" {
+			extra = append(extra, bi.Time)
+		}
+		if bi.Modified {
+			extra = append(extra, "modified")
+		}
+		if len(extra) > 0 {
+			commit += " (" + strings.Join(extra, ", ") + ")"
+		}
+	}
+	fmt.Fprintf(w, "Commit: %s\n", commit)
+	fmt.Fprintf(w, "Go: %s %s\n", bi.GoVersion, bi.Platform)
+	fmt.Fprintf(w, "Protocol version: %d (client sends %d, server accepts %d-%d), as OB-UDPST 9.0.0\n",
+		control.ProtocolVersion, control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion)
 }

@@ -397,3 +397,69 @@ func (h *holdBack) Receive(b *dataphase.RecvBatch) {
 	}
 	h.Core.Receive(b)
 }
+
+// TestCountsAddUp: what a server's Data Phase counts (its events' Counts,
+// the -G and metrics totals) agrees with what the other end measured,
+// each way: the Load Receiver's Status PDUs reach the Load Sender (all but
+// the last one or two, sent as the test ends), and what they report
+// received and lost is what the Load Receiver counted itself, covering at
+// least its Sub-Intervals (the Status PDUs go on through the stop
+// handshake), with 28 bytes of IP and UDP header per datagram.
+func TestCountsAddUp(t *testing.T) {
+	for _, up := range []bool{false, true} {
+		s, rc, rs := newPair(up, 5*time.Second)
+		drop := func(i int) bool { return i%100 == 99 }
+		snd, rcv := &rs.counts, &rc.counts // downstream: the server sends the load
+		tx, rx := dataphase.CountTxDatagrams, dataphase.CountRxDatagrams
+		if up {
+			s.Up.Drop = drop
+		} else {
+			s.Down.Drop = drop
+		}
+		s.Run(12 * time.Second)
+		subs := rc.subs
+		if up {
+			snd, rcv, subs = &rc.counts, &rs.counts, rs.subs
+		}
+		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndStopped {
+			t.Fatalf("up=%v: ends: client %v server %v", up, rc.end, rs.end)
+		}
+		t.Logf("up=%v:\nload sender   %v\nload receiver %v", up, snd, rcv)
+		if sent, got := rcv[dataphase.CountStatusSent], snd[dataphase.CountStatusReceived]; got == 0 || got > sent || got+2 < sent {
+			t.Errorf("up=%v: %d Status PDUs sent, %d received", up, sent, got)
+		}
+		for _, k := range []struct{ snd, rcv dataphase.Counter }{
+			{dataphase.CountTxDatagrams, dataphase.CountRxDatagrams},
+			{dataphase.CountTxIPBytes, dataphase.CountRxIPBytes},
+			{dataphase.CountTxLoss, dataphase.CountRxLoss},
+		} {
+			if a, b := snd[k.snd], rcv[k.rcv]; a == 0 || a > b || a < b*98/100 {
+				t.Errorf("up=%v: load sender's %v %d, load receiver's %v %d", up, k.snd, a, k.rcv, b)
+			}
+		}
+		dg, loss, _, _ := totals(subs)
+		var bytes uint64
+		for _, r := range subs {
+			bytes += r.Stats.RxBytes + 28*uint64(r.Stats.RxDatagrams)
+		}
+		for _, k := range []struct {
+			c   dataphase.Counter
+			sub uint64
+		}{{rx, dg}, {dataphase.CountRxLoss, loss}, {dataphase.CountRxIPBytes, bytes}} {
+			if got := rcv[k.c]; got < k.sub || got > k.sub*115/100 {
+				t.Errorf("up=%v: %v %d, the Sub-Intervals' %d", up, k.c, got, k.sub)
+			}
+		}
+		if share := float64(rcv[dataphase.CountRxLoss]) / float64(rcv[rx]+rcv[dataphase.CountRxLoss]); share < 0.0095 || share > 0.0105 {
+			t.Errorf("up=%v: loss share %.4f, want 0.0100", up, share)
+		}
+		for _, k := range []dataphase.Counter{rx, dataphase.CountStatusSent, dataphase.CountLoadInvalidSize, dataphase.CountLocalStatusLoss} {
+			if snd[k] != 0 {
+				t.Errorf("up=%v: load sender's %v = %d, want 0", up, k, snd[k])
+			}
+		}
+		if rcv[tx] != 0 {
+			t.Errorf("up=%v: load receiver's %v = %d, want 0", up, tx, rcv[tx])
+		}
+	}
+}

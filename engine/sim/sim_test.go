@@ -37,9 +37,11 @@ type record struct {
 	end    dataphase.EndReason
 	endAt  time.Duration
 	trials int
+	counts dataphase.Counts // added up from every event
 }
 
 func (r *record) on(t time.Duration, ev dataphase.Event) {
+	r.counts.Add(&ev.Counts)
 	switch ev.Kind {
 	case dataphase.EvSubInterval:
 		r.subs = append(r.subs, ev.SubInt)

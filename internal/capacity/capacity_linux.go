@@ -314,7 +314,7 @@ func (n *labNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (contr
 	var s *engine.Socket
 	err := n.lab.Do(n.lab.ClientNS, func() error {
 		var err error
-		s, err = engine.OpenUDP(laddr, engine.SocketOptions{Family: int(o.Family), V6Only: o.V6Only, SockBuf: o.SockBuf})
+		s, err = engine.OpenUDP(laddr, engine.SocketOptions{Family: o.Family, V6Only: o.V6Only, SockBuf: o.SockBuf})
 		return err
 	})
 	if err != nil {

@@ -1,14 +1,9 @@
-package main
+package client
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -17,13 +12,12 @@ import (
 	"github.com/udpstp/udpstp/report"
 )
 
-// clientTest is one run of `udpstp client`: its Test Connections, the
-// events their Engine Threads hand over, and the report.
-type clientTest struct {
+// run is one Run: its Test Connections, the events their Engine Threads
+// and setup goroutines hand over, and the report.
+type run struct {
 	cfg     *control.ClientConfig
-	out     io.Writer
+	o       Options
 	col     *report.Collector
-	net     *engineNet
 	mcIdent uint16
 	hosts   []report.Host
 	// connMin and connMax are the run's minimum and number of Test
@@ -31,17 +25,24 @@ type clientTest struct {
 	connMin, connMax int
 
 	mu     sync.Mutex
-	queue  []connEvent
+	queue  []posted
 	signal chan struct{}
 }
 
-// connEvent is a Data Phase event of connection conn, handed from its
-// Engine Thread to the client's goroutine (a few per second; never per
-// datagram).
-type connEvent struct {
+// posted is an event of Test Connection conn handed to the run's goroutine
+// (a few per second; never per datagram): a Data Phase's, or the run's own
+// (the kinds below).
+type posted struct {
 	conn int
 	ev   dataphase.Event
 }
+
+// Kinds of the run's own posted events, next to the Data Phase's.
+const (
+	evSetupFailed dataphase.EventKind = 100 + iota // Code, Text: the SetupError
+	evActivated
+	evAlert // Text: an ALERT line of the Control Phase
+)
 
 // connState is one Test Connection of the run.
 type connState struct {
@@ -53,68 +54,53 @@ type connState struct {
 	ended  bool
 }
 
-// runTest runs one test and returns its ErrorStatus, the process's exit
-// status. The result goes to standard output (text or JSON) and, with
-// --output, to a JSON file written atomically whatever happens, also on an
-// interrupt.
-func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
-	format, _ := report.ParseFormat(cfg.Format) // clientOptions checked it
-	t := &clientTest{
-		cfg: cfg, out: os.Stdout,
+func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
+	r := &run{
+		cfg: cfg, o: o,
 		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, len(cfg.Servers), 1),
-		net: &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
-			log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))},
-		signal: make(chan struct{}, 1),
+		mcIdent: newMCIdent(),
+		signal:  make(chan struct{}, 1),
 	}
-	t.col = report.New(t.out, report.Options{
+	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
-		Connections: t.connMax, MinConnections: t.connMin,
+		Connections: r.connMax, MinConnections: r.connMin,
+		Mode: &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
+			IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations},
 	})
-	if format == report.FormatText {
-		t.col.Banner("udpstp", version)
-	}
-	var id [2]byte
-	rand.Read(id[:])
-	t.mcIdent = max(binary.BigEndian.Uint16(id[:]), 1)
 	for _, s := range cfg.Servers {
-		t.hosts = append(t.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
+		r.hosts = append(r.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
 	}
-	status := t.run(ctx)
-	if cfg.OutputFile != "" {
-		f := format
-		if !f.IsJSON() {
-			f = report.FormatJSONFormatted
-		}
-		if err := report.WriteFileAtomic(cfg.OutputFile, t.col.Document(f), 0o644); err != nil {
-			fmt.Fprintf(os.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
-			if status == 0 {
-				status = exitInit
-			}
-		}
+	return r
+}
+
+// emit hands ev to the observer, if any.
+func (r *run) emit(ev Event) {
+	if r.o.Observe != nil {
+		r.o.Observe(ev)
 	}
-	return status
 }
 
 // run sets up the connections (round robin over the servers), runs their
 // Data Phases and reports. It returns the ErrorStatus.
-func (t *clientTest) run(ctx context.Context) int {
-	conns := make([]*connState, t.connMax)
+func (r *run) run(ctx context.Context) int {
+	conns := make([]*connState, r.connMax)
 	var wg sync.WaitGroup
 	for i := range conns {
-		srv := t.cfg.Servers[i%len(t.cfg.Servers)]
+		srv := r.cfg.Servers[i%len(r.cfg.Servers)]
 		c := &connState{index: i, server: srv}
 		conns[i] = c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cc, err := control.Activate(ctx, t.net, t.cfg, srv, i, t.mcIdent, func(msg string) { t.col.Alert(msg) })
+			alert := func(msg string) { r.post(posted{conn: i, ev: dataphase.Event{Kind: evAlert, Text: msg}}) }
+			cc, err := control.Activate(ctx, r.o.Network, r.cfg, srv, i, r.mcIdent, alert)
 			if err != nil {
-				t.post(connEvent{conn: i, ev: dataphase.Event{Kind: evSetupFailed, Text: err.Error(), Code: setupStatus(err)}})
+				r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupFailed, Text: err.Error(), Code: setupStatus(err)}})
 				return
 			}
 			c.cc = cc
 			c.suffix = fmt.Sprintf(" [Server %s:%d]", cc.Server.Addr(), cc.Server.Port())
-			t.post(connEvent{conn: i, ev: dataphase.Event{Kind: evActivated}})
+			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}})
 		}()
 	}
 	active := len(conns)
@@ -132,26 +118,29 @@ func (t *clientTest) run(ctx context.Context) int {
 				c.dp.Stop()
 			}
 		}
-		giveUp = time.After(endGrace)
+		giveUp = time.After(r.o.EndGrace)
 	}
 	for active > 0 {
 		select {
-		case <-t.signal:
+		case <-r.signal:
 		case <-ctxDone:
 			interrupted, ctxDone = true, nil
 			stopAll()
 		case <-giveUp:
 			active = 0
 		}
-		for _, e := range t.drain() {
+		for _, e := range r.drain() {
 			c := conns[e.conn]
 			switch e.ev.Kind {
+			case evAlert:
+				r.col.Alert(e.ev.Text)
+				r.emit(Event{Kind: EventWarning, Conn: c.index, Server: c.server, Code: -1, Text: e.ev.Text})
 			case evSetupFailed:
 				c.ended = true
 				active--
 				if !interrupted { // an interrupted setup is no failure of its own
-					t.message(e.ev.Code, e.ev.Text)
-					t.col.ConnEnded(false)
+					r.message(c, int(e.ev.Code), e.ev.Text)
+					r.col.ConnEnded(false)
 				}
 			case evActivated:
 				if over {
@@ -160,14 +149,15 @@ func (t *clientTest) run(ctx context.Context) int {
 					active--
 					continue
 				}
-				t.start(c)
+				r.start(c)
 			default:
-				if t.apply(c, e.ev) {
+				if r.apply(c, e.ev) {
 					active--
 				}
 			}
 		}
-		if !over && !interrupted && t.col.CheckMinConnections() {
+		if !over && !interrupted && r.col.CheckMinConnections() {
+			r.emit(Event{Kind: EventError, Conn: -1, Code: r.col.ErrorStatus(), Text: report.MinConnectionsMessage(r.connMin)})
 			stopAll()
 		}
 	}
@@ -179,74 +169,71 @@ func (t *clientTest) run(ctx context.Context) int {
 		select {
 		case <-c.dp.Done():
 			c.cc.Sock.Close()
-		case <-time.After(endGrace):
+		case <-time.After(r.o.EndGrace):
 			// An Engine Thread that does not end is reported, not waited
 			// for: the result is written regardless.
-			fmt.Fprintf(os.Stderr, "udpstp: connection %d did not end; its socket is left open\n", c.index+1)
+			fmt.Fprintf(r.o.Stderr, "udpstp: connection %d did not end; its socket is left open\n", c.index+1)
 		}
 	}
 	if interrupted {
-		t.col.Error(report.StatusGeneral, "ERROR: Test interrupted")
+		const msg = "ERROR: Test interrupted"
+		r.col.Error(report.StatusGeneral, msg)
+		r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusGeneral, Text: msg})
 	}
-	if err := t.col.Finish(); err != nil {
-		fmt.Fprintf(os.Stderr, "udpstp: ERROR: writing results: %v\n", err)
+	if err := r.col.Finish(); err != nil {
+		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
-	return t.col.ErrorStatus()
+	return r.col.ErrorStatus()
 }
 
-// message records a warning (1..49) or an error (50 and above).
-func (t *clientTest) message(code uint8, text string) {
+// message records a warning (1..49) or an error (50 and above) of
+// connection c.
+func (r *run) message(c *connState, code int, text string) {
+	kind := EventWarning
 	if code < 50 {
-		t.col.Warning(int(code), text)
+		r.col.Warning(code, text)
 	} else {
-		t.col.Error(int(code), text)
+		kind = EventError
+		r.col.Error(code, text)
 	}
+	r.emit(Event{Kind: kind, Conn: c.index, Server: c.server, Code: code, Text: text})
 }
 
-// endGrace bounds how long the client waits for its connections to end
-// once it has decided the test is over.
-const endGrace = 4 * time.Second
-
-// Kinds of the client's own events, next to the Data Phase's.
-const (
-	evSetupFailed dataphase.EventKind = 100 + iota
-	evActivated
-)
-
+// setupStatus is the ErrorStatus of a failed setup.
 func setupStatus(err error) uint8 {
 	var se *control.SetupError
 	if errors.As(err, &se) {
 		return uint8(se.Status)
 	}
-	return exitInit
+	return report.StatusInit
 }
 
-// post hands an event to the client's goroutine; it never blocks, so an
+// post hands an event to the run's goroutine; it never blocks, so an
 // Engine Thread can call it.
-func (t *clientTest) post(e connEvent) {
-	t.mu.Lock()
-	t.queue = append(t.queue, e)
-	t.mu.Unlock()
+func (r *run) post(e posted) {
+	r.mu.Lock()
+	r.queue = append(r.queue, e)
+	r.mu.Unlock()
 	select {
-	case t.signal <- struct{}{}:
+	case r.signal <- struct{}{}:
 	default:
 	}
 }
 
-func (t *clientTest) drain() []connEvent {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	q := t.queue
-	t.queue = nil
+func (r *run) drain() []posted {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queue
+	r.queue = nil
 	return q
 }
 
 // start reports the activation and runs the connection's Data Phase.
-func (t *clientTest) start(c *connState) {
+func (r *run) start(c *connState) {
 	g := &c.cc.Granted
-	for i := range t.hosts {
-		if t.hosts[i].Addr == "" && t.hosts[i].Name == c.server.Host && t.hosts[i].ControlPort == c.server.Port {
-			t.hosts[i].Addr = c.cc.Server.Addr().String()
+	for i := range r.hosts {
+		if r.hosts[i].Addr == "" && r.hosts[i].Name == c.server.Host && r.hosts[i].ControlPort == c.server.Port {
+			r.hosts[i].Addr = c.cc.Server.Addr().String()
 		}
 	}
 	info := report.TestInfo{
@@ -255,20 +242,20 @@ func (t *clientTest) start(c *connState) {
 		LowThresh: int(g.LowThresh), UpperThresh: int(g.UpperThresh),
 		UseOWD: g.UseOwDelVar == 1, IgnoreOooDup: g.IgnoreOooDup == 1,
 		RandomPayload: g.ModifierBitmap&control.ActivationRandomPayload != 0,
-		MCIdent:       int(t.mcIdent), SRIndex: g.SRIndexConf, SRStart: g.StartIndex(),
+		MCIdent:       int(r.mcIdent), SRIndex: g.SRIndexConf, SRStart: g.StartIndex(),
 		SlowAdjThresh: int(g.SlowAdjThresh), HighSpeedDelta: int(g.HighSpeedDelta), SeqErrThresh: int(g.SeqErrThresh),
-		Algorithm: g.RateAdjAlgo, ConnMin: t.connMin, ConnMax: t.connMax,
+		Algorithm: g.RateAdjAlgo, ConnMin: r.connMin, ConnMax: r.connMax,
 		DSCPECN: int(g.DSCPECN), CEThresh: int(g.ECNCEThresh),
-		Jumbo: !t.cfg.NoJumbo, TraditionalMTU: t.cfg.TraditionalMTU, IPv6: c.cc.Params.IPv6, Family: t.cfg.Family,
-		Hosts: t.hosts, ServerPort: int(c.cc.TestPeer.Port()),
+		Jumbo: !r.cfg.NoJumbo, TraditionalMTU: r.cfg.TraditionalMTU, IPv6: c.cc.Params.IPv6, Family: r.cfg.Family,
+		Hosts: r.hosts, ServerPort: int(c.cc.TestPeer.Port()),
 		ClientAddr: c.cc.Local.Addr().Unmap().String(), ClientPort: int(c.cc.Local.Port()),
-		MaxBandwidth: t.cfg.MaxBandwidth, Bimodal: t.cfg.Bimodal,
+		MaxBandwidth: r.cfg.MaxBandwidth, Bimodal: r.cfg.Bimodal,
 	}
-	if t.cfg.Suppress {
-		info.SuppCount = t.cfg.Bimodal
+	if r.cfg.Suppress {
+		info.SuppCount = r.cfg.Bimodal
 	}
-	if t.col.Activate(info) {
-		t.col.WriteHeader(c.index)
+	if r.col.Activate(info) {
+		r.col.WriteHeader(c.index)
 	}
 	params := c.cc.Params
 	if s, ok := c.cc.Sock.(interface{ PathMTU() int }); ok {
@@ -278,34 +265,36 @@ func (t *clientTest) start(c *connState) {
 	}
 	core := dataphase.NewConn(params, c.cc.Activated)
 	conn := c.index
-	c.dp = t.net.RunDataPhase(c.cc.Sock, core, func(ev dataphase.Event) {
-		if ev.Kind == dataphase.EvTrial && !t.cfg.Debug {
+	r.emit(Event{Kind: EventConnected, Conn: c.index, Server: c.server, Activated: c.cc})
+	c.dp = r.o.Network.RunDataPhase(c.cc.Sock, core, func(ev dataphase.Event) {
+		if ev.Kind == dataphase.EvTrial && !r.cfg.Debug {
 			return // 20 a second, and only debug output wants them
 		}
-		t.post(connEvent{conn: conn, ev: ev})
+		r.post(posted{conn: conn, ev: ev})
 	})
 }
 
 // apply takes one Data Phase event into the report; it reports whether the
 // connection ended.
-func (t *clientTest) apply(c *connState, ev dataphase.Event) bool {
+func (r *run) apply(c *connState, ev dataphase.Event) bool {
 	switch ev.Kind {
 	case dataphase.EvSubInterval:
-		t.col.Add(c.index, ev.SubInt)
+		r.col.Add(c.index, ev.SubInt)
+		r.emit(Event{Kind: EventSubInterval, Conn: c.index, Server: c.server, SubInt: ev.SubInt})
 	case dataphase.EvWarning:
-		code := ev.Code
+		code := int(ev.Code)
 		if code == 0 { // our own errors (a socket failure) carry no OB-UDPST code
 			code = report.StatusGeneral
 		}
-		t.message(code, ev.Text+c.suffix)
+		r.message(c, code, ev.Text+c.suffix)
 	case dataphase.EvMinimum:
-		if t.cfg.Verbose {
-			fmt.Fprintf(t.out, "[%d]Minimum One-Way Delay(ms): %d [w/clock diff], Round-Trip Time(ms): %d\n",
+		if r.cfg.Verbose {
+			fmt.Fprintf(r.o.Out, "[%d]Minimum One-Way Delay(ms): %d [w/clock diff], Round-Trip Time(ms): %d\n",
 				c.index+1, ev.ClockDeltaMin, ev.RTTMinimum)
 		}
 	case dataphase.EvTrial:
-		if t.cfg.Verbose && t.cfg.Debug {
-			t.debugLine(c, &ev.Trial)
+		if r.cfg.Verbose && r.cfg.Debug {
+			r.debugLine(c, &ev.Trial)
 		}
 	case dataphase.EvEnd:
 		if c.ended {
@@ -314,22 +303,23 @@ func (t *clientTest) apply(c *connState, ev dataphase.Event) bool {
 		c.ended = true
 		switch ev.End {
 		case dataphase.EndStopped:
-			t.col.ConnEnded(true)
+			r.col.ConnEnded(true)
 		case dataphase.EndLocalStop:
 			// Our own interrupt: the results so far stand (the run then
 			// ends with ErrorStatus 255), unlike a connection the network
 			// lost, which counts against the minimum.
-			t.col.ConnEnded(true)
+			r.col.ConnEnded(true)
 		default:
-			t.col.ConnEnded(false)
+			r.col.ConnEnded(false)
 		}
+		r.emit(Event{Kind: EventConnEnded, Conn: c.index, Server: c.server, End: ev.End})
 		return true
 	}
 	return false
 }
 
 // debugLine is OB-UDPST's per-Status-PDU debug line (-v -D).
-func (t *clientTest) debugLine(c *connState, tr *dataphase.TrialInfo) {
+func (r *run) debugLine(c *connState, tr *dataphase.TrialInfo) {
 	rtt := int64(-1)
 	if tr.RTTVarSample != dataphase.NoDelay {
 		rtt = int64(tr.RTTVarSample)
@@ -343,6 +333,6 @@ func (t *clientTest) debugLine(c *connState, tr *dataphase.TrialInfo) {
 	if owdMin == dataphase.NoDelay {
 		owdMin = 0
 	}
-	fmt.Fprintf(t.out, "[%d]DEBUG Status Feedback [Loss/OoO/Dup: %d/%d/%d, OWDVar(ms): %d/%d/%d, RTTVar(ms): %d] Mbps(L3/IP): %.2f\n",
+	fmt.Fprintf(r.o.Out, "[%d]DEBUG Status Feedback [Loss/OoO/Dup: %d/%d/%d, OWDVar(ms): %d/%d/%d, RTTVar(ms): %d] Mbps(L3/IP): %.2f\n",
 		c.index+1, tr.Loss, tr.Ooo, tr.Dup, owdMin, tr.DelayVarAvg, tr.DelayVarMax, rtt, mbps)
 }

@@ -1,0 +1,99 @@
+// Package client runs a client's test: its Test Connections to one or more
+// servers and the report.
+//
+// Run sets up the Test Connections of a control.ClientConfig (-C's maximum,
+// round robin over the servers, the minimum enforced as OB-UDPST does),
+// runs their Data Phases on a control.Network, prints OB-UDPST's text or
+// JSON report and writes the result file. What happens on the way is also
+// handed, as Events, to an optional observer: a progress line, a stream of
+// JSON events or a test read them there instead of parsing the report.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/report"
+)
+
+// Options are what a run needs beyond its control.ClientConfig.
+type Options struct {
+	// Network opens the sockets and runs the Data Phases: the engine, in
+	// tests internal/memnet.
+	Network control.Network
+	// Out receives the report, OB-UDPST's text lines or its JSON document;
+	// nil: os.Stdout.
+	Out io.Writer
+	// Stderr receives what is not the report: a result file that cannot
+	// be written, a Test Connection that does not end; nil: os.Stderr.
+	Stderr io.Writer
+	// Version is the version the text report's banner names.
+	Version string
+	// Optimizations is the socket path in OB-UDPST's words for the
+	// banner's Mode line ("SendMMsg()+GSO RecvMMsg()+Trunc"), "" for
+	// none.
+	Optimizations string
+	// Observe, if set, is called with each Event of the run, in order, on
+	// the run's own goroutine (never on an Engine Thread), so it needs no
+	// locking; it must return promptly, as the run waits for it.
+	Observe func(Event)
+	// EndGrace bounds the wait for the Test Connections to end once the
+	// run is over; 0: DefaultEndGrace.
+	EndGrace time.Duration
+}
+
+// DefaultEndGrace is how long a run waits for its Test Connections to end
+// once it has decided the test is over: their stop handshakes take a few
+// Trial Intervals.
+const DefaultEndGrace = 4 * time.Second
+
+// Run runs one test and returns its ErrorStatus, which the binary makes
+// its exit status. The report goes to Out (text or JSON, cfg.Format) and,
+// with cfg.OutputFile, a JSON document to that file, written atomically
+// whatever happens, also after an interrupt (ctx cancelled); a file that
+// cannot be written makes a successful run's status report.StatusInit.
+func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.EndGrace <= 0 {
+		o.EndGrace = DefaultEndGrace
+	}
+	format, _ := report.ParseFormat(cfg.Format) // the command line checked it
+	r := newRun(cfg, o, format)
+	if format == report.FormatText {
+		r.col.Banner("udpstp", o.Version)
+	}
+	status := r.run(ctx)
+	if cfg.OutputFile != "" {
+		f := format
+		if !f.IsJSON() {
+			f = report.FormatJSONFormatted
+		}
+		if err := report.WriteFileAtomic(cfg.OutputFile, r.col.Document(f), 0o644); err != nil {
+			fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
+			if status == 0 {
+				status = report.StatusInit
+			}
+		}
+	}
+	r.emit(Event{Kind: EventEnd, Conn: -1, Status: status})
+	return status
+}
+
+// newMCIdent draws the run's multi-connection ID, which every Test
+// Connection's Setup Request carries (0 is not one).
+func newMCIdent() uint16 {
+	var id [2]byte
+	rand.Read(id[:])
+	return max(binary.BigEndian.Uint16(id[:]), 1)
+}

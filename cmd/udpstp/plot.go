@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/report/plot"
+)
+
+// plotCommand draws a result file, ours or OB-UDPST's, as SVG or PNG.
+func plotCommand() *cli.Command {
+	return getoptCommand(&cli.Command{
+		Name:      "plot",
+		Usage:     "draw a test result (the JSON of udpstp or OB-UDPST) as SVG or PNG",
+		UsageText: "udpstp plot RESULT.json [-o FILE.svg|FILE.png]",
+		Description: "Reads the JSON result of a client test, as udpstp client --output or -f json,\n" +
+			"jsonb or jsonf writes it, or as OB-UDPST's udpst -f json does, and draws:\n" +
+			"the IP-layer capacity of each Sub-Interval with the maximum marked, the delay\n" +
+			"variation (RTT, or one-way with -o), the lost, out-of-order and duplicated\n" +
+			"datagrams and, for udpstp's upstream results, the sending rate the search set.\n" +
+			"udpstp's results of multi-connection tests also have each connection's\n" +
+			"capacity; OB-UDPST's have only the sum. The extension of the output file\n" +
+			"(.svg or .png) selects the format; -o - writes SVG to standard output.",
+	}, plotFlags, plotAction)
+}
+
+func plotFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, TakesFile: true,
+			Usage: "write the plot to `FILE` (.svg or .png), atomically; - is SVG on standard output", DefaultText: "RESULT with .svg"},
+	}
+}
+
+func plotAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	switch len(args) {
+	case 0:
+		return configError("plot: a result file is needed (udpstp plot RESULT.json [-o FILE.svg|FILE.png])")
+	case 1:
+	default:
+		return configError("plot: one result file at a time, got %d arguments", len(args))
+	}
+	in := args[0]
+	out := c.String("output")
+	if out == "" {
+		out = strings.TrimSuffix(in, filepath.Ext(in)) + ".svg"
+		if out == in {
+			out = in + ".svg"
+		}
+	}
+	format := plot.SVG
+	if out != "-" {
+		f, err := plot.FormatOf(out)
+		if err != nil {
+			return configError("plot: %v", err)
+		}
+		format = f
+	}
+	res, err := plot.ReadFile(in)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return cli.Exit(fmt.Sprintf("plot: %v", err), exitInit)
+		}
+		return cli.Exit(fmt.Sprintf("plot: %v", err), exitFailure)
+	}
+	var buf bytes.Buffer
+	if err := plot.Render(&buf, res, format); err != nil {
+		return fmt.Errorf("plot: %s: %w", in, err)
+	}
+	if out == "-" {
+		if _, err := c.App.Writer.Write(buf.Bytes()); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		return nil
+	}
+	if err := report.WriteFileAtomic(out, buf.Bytes(), 0o644); err != nil {
+		return cli.Exit(fmt.Sprintf("plot: %v", err), exitInit)
+	}
+	return nil
+}

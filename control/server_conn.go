@@ -1,0 +1,327 @@
+package control
+
+// A Test Connection's lifetime on the server: its Test Activation, its
+// Data Phase, its log lines and its release.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// serverConn is one Test Connection from Setup to end.
+type serverConn struct {
+	sock  Socket
+	grant grant
+	peer  netip.AddrPort // where the Setup Request came from
+	seq   uint64         // the order of Setups, for the pending set
+	at    time.Time      // when its Setup was accepted
+	dp    DataPhase
+	log   connLog
+
+	// Under Server.mu: shutdown closed the socket before its Data Phase
+	// started; a newer Setup evicted it while it awaited activation; its
+	// reservation has been returned.
+	closed, evicted, released bool
+}
+
+// runConn waits for the Test Activation on the new socket, then runs the
+// Data Phase and releases the Test Connection when it ends.
+func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
+	defer s.wg.Done()
+	// The Test Connection's ErrorStatus, kept as OB-UDPST keeps its
+	// endTimeStatus: an unspecified error (255) until the stop handshake
+	// completes, which declares success but keeps the last warning's code.
+	var status atomic.Int32
+	status.Store(statusUnspecified)
+	defer func() {
+		sc.sock.Close()
+		s.mu.Lock()
+		s.pending.remove(sc)
+		if !sc.released {
+			s.adm.release(sc.grant)
+			sc.released = true
+		}
+		delete(s.active, sc)
+		s.mu.Unlock()
+		if s.cfg.OneTest {
+			s.once.Do(func() {
+				s.oneTest.Store(status.Load())
+				close(s.ended)
+			})
+		}
+	}()
+	legacy := req.ProtocolVer < AuthECNProtocolVer
+	core, peer, ok := s.activate(sc, req, keys, legacy)
+	if !ok {
+		s.Counters.Add(CountActivationWait)
+		return
+	}
+	if peer.Addr().Unmap() != sc.peer.Addr().Unmap() || peer.Port() != sc.peer.Port() {
+		// Through a NAT that maps by destination the activation may come
+		// from another port of the Setup's address (activate checked the
+		// address).
+		sc.log.log.Debug("test activation from another port than the setup", "setup_from", sc.peer, "activated_from", peer)
+	}
+	s.Counters.Add(CountActivated)
+	running := &s.Counters.runningDown
+	if !core.LoadSender() {
+		running = &s.Counters.runningUp
+	}
+	running.Add(1)
+	defer running.Add(-1)
+	log := s.log.With("peer", peer, "setup_from", sc.peer, "test_port", sc.sock.LocalAddr().Port())
+	sc.log.log = log
+	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
+	var endReason atomic.Uint32
+	onEvent := func(ev dataphase.Event) {
+		s.countEvent(&ev)
+		switch ev.Kind {
+		case dataphase.EvEnd:
+			endReason.Store(uint32(ev.End))
+			if ev.End == dataphase.EndStopped && status.Load() > maxWarningStatus {
+				status.Store(0)
+			}
+		case dataphase.EvWarning:
+			if ev.Code != 0 && ev.Code <= maxWarningStatus {
+				status.Store(int32(ev.Code))
+			}
+			// OB-UDPST's warnings show with -v; our own errors (a policed
+			// Load Sender, a socket failure) always do.
+			if s.cfg.Verbose || ev.Code == 0 {
+				sc.log.warn(ev.Text)
+			}
+		case dataphase.EvSubInterval:
+			if s.cfg.Verbose && !s.cfg.NoSubInt {
+				st := &ev.SubInt.Stats
+				sent := float64(st.RxDatagrams) + float64(st.SeqErrLoss)
+				share := "delivered_pct"
+				v := fmt.Sprintf("%.2f", 100*float64(st.RxDatagrams)/max(sent, 1))
+				if s.cfg.LossRatio { // -r, as OB-UDPST's lines show it
+					share, v = "loss_ratio", fmt.Sprintf("%.2E", float64(st.SeqErrLoss)/max(sent, 1))
+				}
+				log.Info("sub-interval", "n", ev.SubInt.Seq, "datagrams", st.RxDatagrams, "loss", st.SeqErrLoss,
+					share, v, "mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, hdr)))
+			}
+		case dataphase.EvTrial:
+			if s.cfg.Debug && ev.Trial.Index >= 0 {
+				log.Debug("rate adjustment", "loss", ev.Trial.Loss, "rtt_var", int64(int32(ev.Trial.RTTVarSample)), "index", ev.Trial.Index)
+			}
+		}
+	}
+	s.mu.Lock()
+	if sc.closed {
+		// Shutdown closed the socket while the activation was answered:
+		// there is nothing left to run the Data Phase on.
+		s.mu.Unlock()
+		return
+	}
+	sc.dp = s.net.RunDataPhase(sc.sock, core, onEvent)
+	s.mu.Unlock()
+	log.Info("test started", "direction", direction(core))
+	<-sc.dp.Done()
+	r := dataphase.EndReason(endReason.Load())
+	s.Counters.end(r)
+	log.Info("test ended", "reason", r.String())
+}
+
+// OB-UDPST's ErrorStatus bounds: warnings are 1..49; 255 is an
+// unspecified error.
+const (
+	maxWarningStatus  = 49
+	statusUnspecified = 255
+)
+
+func direction(c *dataphase.Conn) string {
+	if c.LoadSender() {
+		return "downstream"
+	}
+	return "upstream"
+}
+
+// l3Mbps is a Sub-Interval's received rate with hdr bytes of IP and UDP
+// header per datagram.
+func l3Mbps(st *dataphase.SubIntervalStats, hdr uint64) float64 {
+	if st.DeltaTime == 0 {
+		return 0
+	}
+	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr)*8) / float64(st.DeltaTime)
+}
+
+// activate takes the first valid Test Activation Request from the address
+// the Setup Request came from within the setup timeout, connects the
+// socket to its sender, coerces it, marks the socket, answers, and builds
+// the Data Phase. The address, not the port, binds the two: a NAT whose
+// mapping depends on the destination (nftables `masquerade random`, many
+// carrier-grade NATs) sends them from different ports. A Test Activation
+// from anywhere else (a forged source: the Setup Response named the test
+// port to its real sender only) is dropped and counted, so the Load stream
+// cannot be aimed at a third party.
+func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy bool) (*dataphase.Conn, netip.AddrPort, bool) {
+	deadline := time.Now().Add(SetupTimeout)
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := sc.sock.RecvFrom(buf, deadline)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				s.log.Debug("test socket closed before activation", "err", err)
+			} else {
+				if s.eps.note(epActivationTimeout, sc.peer.Addr(), time.Now()) {
+					s.log.Info("no test activation within the setup timeout", "setup_from", sc.peer)
+				}
+			}
+			return nil, netip.AddrPort{}, false
+		}
+		b := buf[:n]
+		var ta ActivationPDU
+		taLen, err := ta.DecodeRequest(b, legacy)
+		if err != nil {
+			s.countInvalid(err)
+			if s.log.Enabled(context.Background(), slog.LevelDebug) {
+				s.log.Debug("invalid test activation dropped", "from", from, "err", err)
+			}
+			continue
+		}
+		s.Counters.Add(CountActivationRequests)
+		if from.Addr().Unmap() != sc.peer.Addr().Unmap() {
+			s.Counters.Add(CountActivationForeign)
+			if s.eps.note(epActivationForeign, from.Addr(), time.Now()) {
+				s.log.Warn("test activation dropped: not from the setup's address", "from", from,
+					"setup_from", sc.peer, "test_port", sc.sock.LocalAddr().Port())
+			}
+			continue
+		}
+		if !legacy && req.AuthMode == AuthControl {
+			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
+			if c := VerifyRequest(b, keys, s.now()); c != 0 {
+				s.countAuth(c)
+				if s.eps.note(epActivationAuth, from.Addr(), time.Now()) {
+					sc.log.error("test activation request failed authentication", "from", from, "code", c)
+				}
+				continue
+			}
+		}
+		// Activated: no longer evictable, unless a newer Setup evicted it
+		// already.
+		s.mu.Lock()
+		gone := sc.evicted || sc.closed
+		if !gone {
+			s.pending.remove(sc)
+			s.adm.activate(&sc.grant)
+		}
+		s.mu.Unlock()
+		if gone {
+			return nil, netip.AddrPort{}, false
+		}
+		if err := sc.sock.Connect(from); err != nil {
+			sc.log.error("cannot connect test socket", "peer", from, "err", err)
+			return nil, netip.AddrPort{}, false
+		}
+		v4 := IsIPv4(from)
+		recvTOS := true
+		if ta.ECNCEThresh != 0 && !legacy {
+			recvTOS = sc.sock.EnableRecvTOS(v4) == nil
+		}
+		Coerce(&ta, legacy, Limits{
+			MaxTestTime: s.cfg.MaxTestTime, MaxDSCPECN: s.cfg.MaxDSCPECN,
+			MaxRateIndex: s.cfg.MaxRateIndex, AllowRandom: s.cfg.AllowRandom,
+		}, s.table, recvTOS)
+		if ta.DSCPECN != 0 {
+			// The response already goes out marked (wire.md 1.5 step 5).
+			if err := sc.sock.SetTOS(ta.DSCPECN, v4); err != nil {
+				sc.log.warn("cannot set DSCP/ECN; granting 0", "err", err)
+				ta.DSCPECN, ta.ECNCEThresh = 0, 0
+			}
+		}
+		out := ta.Encode(make([]byte, ActivationLen), legacy)
+		if len(out) == taLen {
+			// Protocol 20 re-signs or clears the auth block; every
+			// version clears the checksum the request carried (the
+			// coerced values would no longer verify against it).
+			s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
+		} else {
+			out = out[:taLen] // a short request: no auth block, no checksum field
+		}
+		p := s.params(&ta, legacy, !v4, req.AuthMode)
+		p.PeerBytesIn, p.PeerBytesOut = n, len(out) // the anti-amplification budget's start (dataphase/amplification.go)
+		if err := sc.sock.Send(out); err != nil {
+			sc.log.error("cannot send test activation response", "peer", from, "err", err)
+			return nil, netip.AddrPort{}, false
+		}
+		return dataphase.NewConn(p, clock.Now()), from, true
+	}
+}
+
+// params turns a coerced activation into the Data Phase's parameters.
+func (s *Server) params(ta *ActivationPDU, legacy, ipv6 bool, authMode uint8) dataphase.Params {
+	p := activationParams(ta, legacy)
+	p.Server, p.IPv6, p.AuthMode = true, ipv6, authMode
+	p.Table = s.table
+	p.NoSeqRollback = s.cfg.NoSeqRollback
+	p.PoliceOverRate = true
+	var seed [8]byte
+	rand.Read(seed[:])
+	p.Seed = binary.LittleEndian.Uint64(seed[:])
+	return p
+}
+
+// activationParams are the Data Phase parameters an accepted Test
+// Activation (as the server granted it) stands for, on either end.
+func activationParams(ta *ActivationPDU, legacy bool) dataphase.Params {
+	p := dataphase.Params{
+		Upstream:       ta.CmdRequest == ActivationUpstream,
+		Legacy:         legacy,
+		TestIntTime:    time.Duration(ta.TestIntTime) * time.Second,
+		TrialInt:       time.Duration(ta.TrialInt) * time.Millisecond,
+		SubIntPeriod:   time.Duration(ta.SubIntPeriod) * time.Millisecond,
+		LowThresh:      uint32(ta.LowThresh),
+		UpperThresh:    uint32(ta.UpperThresh),
+		SeqErrThresh:   uint32(ta.SeqErrThresh),
+		SlowAdjThresh:  uint32(ta.SlowAdjThresh),
+		HighSpeedDelta: uint32(ta.HighSpeedDelta),
+		IgnoreOooDup:   ta.IgnoreOooDup == 1,
+		UseOwDelVar:    ta.UseOwDelVar == 1,
+		Algorithm:      ta.RateAdjAlgo,
+		SRIndexConf:    ta.SRIndexConf,
+		StartIndex:     ta.StartIndex(),
+		RandomPayload:  ta.ModifierBitmap&ActivationRandomPayload != 0,
+	}
+	if legacy {
+		p.SubIntPeriod = time.Duration(ta.SubIntPeriodSec) * time.Second
+	} else {
+		p.SRAdjSuppCount = uint32(ta.SRAdjSuppCount)
+		p.ECNCEThresh = ta.ECNCEThresh
+	}
+	return p
+}
+
+// connLog writes one Test Connection's warnings and errors, at most
+// dataphase.MaxWarnings of them (the Data Phase's own cap, which its
+// warnings count against too), then one line saying the rest is
+// suppressed: a misbehaving or hostile peer cannot flood the log.
+type connLog struct {
+	log  *slog.Logger
+	used atomic.Int32
+}
+
+func (l *connLog) warn(msg string, args ...any)  { l.emit(slog.LevelWarn, msg, args) }
+func (l *connLog) error(msg string, args ...any) { l.emit(slog.LevelError, msg, args) }
+
+func (l *connLog) emit(level slog.Level, msg string, args []any) {
+	switch n := l.used.Add(1); {
+	case n <= dataphase.MaxWarnings:
+		l.log.Log(context.Background(), level, msg, args...)
+	case n == dataphase.MaxWarnings+1:
+		l.log.Warn("further warnings of this Test Connection suppressed", "limit", dataphase.MaxWarnings)
+	}
+}

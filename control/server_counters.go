@@ -1,0 +1,239 @@
+package control
+
+// The server's counters: what its Control Phase saw and what its Data
+// Phases reported, for the logs, -G, the service status line and metrics.
+// Each is declared once, as a constant with a line of its table; a
+// Snapshot copies them all and Each lists them with their names.
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// ServerCounter names one of the server's Control Phase counters. It
+// indexes ServerCounters and ServerSnapshot.Counts; serverCounterInfo
+// gives its name and help text.
+type ServerCounter uint8
+
+const (
+	CountSetupRequests    ServerCounter = iota // every datagram on a control socket
+	CountSetupRateLimited                      // dropped unanswered: its source exceeded its Setup Request rate
+	CountSetupInvalid                          // dropped silently: length, identifier, cmdRequest, checksum
+	CountSetupAccepted
+	CountLegacyAccepted // accepted with a protocol version before 20
+	// CountActivationRequests counts valid Test Activation Requests,
+	// before their authentication is checked.
+	CountActivationRequests
+	CountActivated
+	CountActivationWait // Test Connections released without an activation
+	// Invalid control PDUs (Setup and Test Activation Requests) by what
+	// failed: the length, the checksum, anything else.
+	CountInvalidSize
+	CountInvalidChecksum
+	CountInvalidFormat
+	// Authentication failures of Setup (codes 7 and 8, also counted as
+	// refusals) and Test Activation Requests: a digest no key matches, a
+	// time outside the window.
+	CountAuthFailure
+	CountAuthTime
+	// The defences (docs/security.md).
+	CountSetupReplayed     // authenticated Setup Requests dropped as replays
+	CountRefusalUnanswered // refusals not answered: the source is over its answer budget
+	CountPendingEvicted    // Test Connections awaiting activation evicted for newer Setups
+	CountActivationForeign // Test Activations dropped: not from the Setup's address
+
+	NumServerCounters // the number of ServerCounters, not one
+)
+
+var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
+	CountSetupRequests:      {Name: "setup_requests", Help: "Datagrams received on the control sockets"},
+	CountSetupRateLimited:   {Name: "setup_rate_limited", Help: "Setup Requests dropped unanswered: their source exceeded its rate"},
+	CountSetupInvalid:       {Name: "setup_invalid", Help: "Setup Requests dropped unanswered: invalid length, identifier, command or checksum"},
+	CountSetupAccepted:      {Name: "setup_accepted", Help: "Setup Requests accepted"},
+	CountLegacyAccepted:     {Name: "setup_legacy_accepted", Help: "Setup Requests accepted with a protocol version before 20"},
+	CountActivationRequests: {Name: "activation_requests", Help: "Valid Test Activation Requests received, before their authentication is checked"},
+	CountActivated:          {Name: "activated", Help: "Test Connections activated"},
+	CountActivationWait:     {Name: "activation_timeouts", Help: "Test Connections released without an activation"},
+	CountInvalidSize:        {Name: "control_invalid_size", Help: "Setup and Test Activation Requests dropped for their length"},
+	CountInvalidChecksum:    {Name: "control_invalid_checksum", Help: "Setup and Test Activation Requests dropped for their checksum"},
+	CountInvalidFormat:      {Name: "control_invalid_format", Help: "Setup and Test Activation Requests dropped for another field"},
+	CountAuthFailure:        {Name: "auth_failures", Help: "Setup and Test Activation Requests whose digest no key matches"},
+	CountAuthTime:           {Name: "auth_time_failures", Help: "Setup and Test Activation Requests authenticated with a time outside the window"},
+	CountSetupReplayed:      {Name: "setup_replayed", Help: "Authenticated Setup Requests dropped unanswered as replays of one seen within its time window"},
+	CountRefusalUnanswered:  {Name: "setup_refusals_unanswered", Help: "Setup refusals not answered: their source was over its answer budget"},
+	CountPendingEvicted:     {Name: "pending_evicted", Help: "Test Connections awaiting activation evicted to make room for a newer Setup"},
+	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
+}
+
+// Info returns the counter's name and help text.
+func (c ServerCounter) Info() dataphase.CounterInfo { return serverCounterInfo[c] }
+
+func (c ServerCounter) String() string { return serverCounterInfo[c].Name }
+
+// numSetupCodes sizes the refusals by Setup code.
+const numSetupCodes = SetupConnFail + 1
+
+// The counters by a label, next to those of the table.
+var (
+	rejectedInfo = dataphase.CounterInfo{Name: "setup_rejected", Help: "Setup Requests answered with a refusal, by Setup response code"}
+	endedInfo    = dataphase.CounterInfo{Name: "tests_ended", Help: "Data Phases ended, by how they ended"}
+)
+
+// ServerCounters count what the server's Control Phase saw and add up what
+// its Data Phases report in their events; any goroutine may add or read.
+type ServerCounters struct {
+	counts   [NumServerCounters]atomic.Uint64
+	rejected [numSetupCodes]atomic.Uint64           // by Setup code
+	ended    [dataphase.NumEndReasons]atomic.Uint64 // by end reason
+	// Running Data Phases by direction.
+	runningDown, runningUp atomic.Int64
+	// data adds up the Data Phases' counts (the -G file's traffic
+	// figures). They come from Status PDUs, so they are what each
+	// receiving end counted: the load the server sent as its clients
+	// received it, and the load the server received.
+	data dataphase.AtomicCounts
+}
+
+// Add counts one of c.
+func (s *ServerCounters) Add(c ServerCounter) { s.counts[c].Add(1) }
+
+// Load reads one counter.
+func (s *ServerCounters) Load(c ServerCounter) uint64 { return s.counts[c].Load() }
+
+// reject counts a refusal by its Setup code.
+func (s *ServerCounters) reject(code uint8) {
+	if int(code) < len(s.rejected) {
+		s.rejected[code].Add(1)
+	}
+}
+
+// end counts an ended Data Phase by its reason.
+func (s *ServerCounters) end(r dataphase.EndReason) {
+	if int(r) < len(s.ended) {
+		s.ended[r].Add(1)
+	}
+}
+
+// countInvalid counts an invalid control PDU by what failed.
+func (s *Server) countInvalid(err error) {
+	// The decoders return a *dataphase.PDUError as it is, never wrapped; a
+	// type assertion costs nothing where errors.As would allocate.
+	var field string
+	if pe, ok := err.(*dataphase.PDUError); ok {
+		field = pe.Field
+	}
+	switch field {
+	case "length":
+		s.Counters.Add(CountInvalidSize)
+	case "checkSum":
+		s.Counters.Add(CountInvalidChecksum)
+	default:
+		s.Counters.Add(CountInvalidFormat)
+	}
+}
+
+// countAuth counts an authentication failure by its code.
+func (s *Server) countAuth(code uint8) {
+	if code == SetupAuthTime {
+		s.Counters.Add(CountAuthTime)
+	} else {
+		s.Counters.Add(CountAuthFailure)
+	}
+}
+
+// countEvent adds what a Data Phase counted (an EvTrial's or EvEnd's
+// Counts) to the totals. It runs on the executor's thread for every
+// event, so it only adds.
+func (s *Server) countEvent(ev *dataphase.Event) {
+	s.Counters.data.Add(&ev.Counts)
+}
+
+// ServerSnapshot is a copy of a Server's counters and state at one time
+// (the -G records, the service status line, metrics).
+type ServerSnapshot struct {
+	Running, RunningDown, RunningUp int // Test Connections in the Data Phase
+	Reserved                        int // Test Connections holding a slot (also awaiting activation)
+	DownMbps, UpMbps                int // bandwidth reserved per direction
+
+	Counts        [NumServerCounters]uint64       // by ServerCounter
+	Rejected      [numSetupCodes]uint64           // by Setup code
+	EndedByReason [dataphase.NumEndReasons]uint64 // by dataphase.EndReason
+
+	Data dataphase.Counts // the Data Phases' counters, added up
+}
+
+// RejectedTotal is the number of Setup Requests answered with a refusal.
+func (n *ServerSnapshot) RejectedTotal() uint64 {
+	var t uint64
+	for _, v := range n.Rejected {
+		t += v
+	}
+	return t
+}
+
+// Snapshot reads the counters (each atomically; the set is not one
+// instant, which for statistics does not matter).
+func (s *Server) Snapshot() ServerSnapshot {
+	c := &s.Counters
+	var n ServerSnapshot
+	n.Reserved, n.DownMbps, n.UpMbps = s.adm.snapshot()
+	n.RunningDown, n.RunningUp = int(c.runningDown.Load()), int(c.runningUp.Load())
+	n.Running = n.RunningDown + n.RunningUp
+	for i := range c.counts {
+		n.Counts[i] = c.counts[i].Load()
+	}
+	for i := range c.rejected {
+		n.Rejected[i] = c.rejected[i].Load()
+	}
+	for i := range c.ended {
+		n.EndedByReason[i] = c.ended[i].Load()
+	}
+	n.Data = c.data.Load()
+	return n
+}
+
+// Metric is one value of a ServerSnapshot with what it is, for a metrics
+// exporter or a dump.
+type Metric struct {
+	dataphase.CounterInfo
+	// Gauge: a level that goes down as well as up; otherwise a count
+	// since the server started.
+	Gauge bool
+	// Label and LabelValue name the counter's part of a labelled counter
+	// (a refusal's "code", an end's "reason"); "" for the others.
+	Label, LabelValue string
+	Value             uint64
+}
+
+// Each calls f for every value of the snapshot, in a fixed order: the
+// gauges, the Control Phase counters, the refusals by Setup code and the
+// ends by reason (the codes and reasons that exist, zero or not), and the
+// Data Phases' counters.
+func (n *ServerSnapshot) Each(f func(Metric)) {
+	for _, g := range []struct {
+		name, help string
+		v          int
+	}{
+		{"running_downstream", "Test Connections in a downstream Data Phase", n.RunningDown},
+		{"running_upstream", "Test Connections in an upstream Data Phase", n.RunningUp},
+		{"reserved_connections", "Test Connections holding a slot, also those awaiting activation", n.Reserved},
+		{"reserved_downstream_mbps", "Bandwidth reserved downstream (Mbps)", n.DownMbps},
+		{"reserved_upstream_mbps", "Bandwidth reserved upstream (Mbps)", n.UpMbps},
+	} {
+		f(Metric{CounterInfo: dataphase.CounterInfo{Name: g.name, Help: g.help}, Gauge: true, Value: uint64(max(g.v, 0))})
+	}
+	for c := range NumServerCounters {
+		f(Metric{CounterInfo: c.Info(), Value: n.Counts[c]})
+	}
+	for code := SetupBadVersion; code < numSetupCodes; code++ {
+		f(Metric{CounterInfo: rejectedInfo, Label: "code", LabelValue: strconv.Itoa(int(code)), Value: n.Rejected[code]})
+	}
+	for r := dataphase.EndStopped; r < dataphase.NumEndReasons; r++ {
+		f(Metric{CounterInfo: endedInfo, Label: "reason", LabelValue: r.Name(), Value: n.EndedByReason[r]})
+	}
+	for c := range dataphase.NumCounters {
+		f(Metric{CounterInfo: c.Info(), Value: n.Data[c]})
+	}
+}

@@ -1,0 +1,246 @@
+package control
+
+// Setup handling: a Setup Request decided, answered and, when accepted,
+// handed to a new Test Connection (server_conn.go).
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
+
+// handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
+// answers it. to is the address it was sent to when the control socket is
+// bound to a wildcard address and tells it (else invalid): the answer
+// comes from there and the test socket is bound there.
+func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
+	var req SetupPDU
+	err := req.Decode(b)
+	if err == nil && req.CmdResponse == SetupAccepted {
+		// OB-UDPST echoes a request's non-zero cmdResponse as the
+		// answer; "accepted" with no test port would be a lie.
+		err = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+	}
+	if err != nil {
+		// Dropped without an answer, as OB-UDPST does.
+		s.Counters.Add(CountSetupInvalid)
+		s.countInvalid(err)
+		// A flood of junk ends here: build the log record only when it is
+		// written (its arguments alone would allocate per datagram).
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+		}
+		return
+	}
+	// The per-source limit counts well-formed requests only: what is not
+	// one costs no more than the decode above, and junk from a source
+	// must not use up the tokens of a real client behind the same address.
+	// It comes before anything costly (HMAC checks, a socket).
+	if ok, _ := s.limit.allow(from.Addr(), time.Now()); !ok {
+		s.Counters.Add(CountSetupRateLimited)
+		if s.eps.note(epSetupRateLimited, from.Addr(), time.Now()) {
+			s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
+				"rate_per_s", s.limit.rate, "burst", s.limit.burst)
+		}
+		return
+	}
+	now := s.now()
+	code := req.CmdResponse // a non-zero value in a request comes back as the answer
+	var keys SessionKeys
+	serverKeys := s.keys.Load() // one key set for the whole request, whatever SetKeys does meanwhile
+	checked := serverKeys.Checked(b)
+	authErr := false
+	if checked {
+		var c uint8
+		if keys, c = serverKeys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
+			code, authErr = c, true
+			s.countAuth(c)
+		} else if replay, full := s.replay.seen(AuthDigest(b), AuthTime(b), now); replay || full {
+			// Dropped unanswered: the signature is genuine, the request
+			// is not new (or the cache of recent ones is full).
+			s.Counters.Add(CountSetupReplayed)
+			if s.eps.note(epSetupReplayed, from.Addr(), now) {
+				s.log.Warn("authenticated setup request dropped as a replay", "from", from,
+					"auth_time", AuthTime(b), "cache_full", full)
+			}
+			return
+		}
+	}
+	if !authErr {
+		jumbo := req.ModifierBitmap&SetupJumbo != 0
+		trad := req.ModifierBitmap&SetupTraditionalMTU != 0
+		switch {
+		case req.ProtocolVer < MinProtocolVersion || req.ProtocolVer > ProtocolVersion:
+			code = SetupBadVersion
+		case req.MCCount == 0 || req.MCCount > MaxConnsPerClient || req.MCIndex >= req.MCCount:
+			code = SetupMCInvalid
+		case jumbo == s.cfg.NoJumbo:
+			code = SetupJumboMismatch
+		case trad != s.cfg.TraditionalMTU:
+			code = SetupTradMismatch
+		default:
+			if c := s.adm.checkBandwidth(req.MaxBandwidth); c != 0 {
+				code = c
+			} else if c := serverKeys.CheckMode(req.AuthMode); c != 0 {
+				code = c
+			}
+		}
+	}
+	var sc *serverConn
+	if code == SetupNone {
+		local := ctl.LocalAddr().Addr()
+		if to.IsValid() {
+			local = to
+		}
+		sc, code = s.admitSetup(local, from, req.MaxBandwidth)
+	}
+
+	// The response is the request edited in place (wire.md 2.1.3).
+	resp := append(make([]byte, 0, SetupLen), b...)
+	resp[8] = SetupCmdResponse
+	if code == SetupNone {
+		binary.BigEndian.PutUint16(resp[12:], sc.sock.LocalAddr().Port())
+		resp[9] = SetupAccepted
+	} else {
+		resp[9] = code
+	}
+	if code == SetupBadVersion {
+		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
+	}
+	s.signResponse(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
+	if code != SetupNone {
+		s.Counters.reject(code)
+		if s.eps.note(epSetupRefused, from.Addr(), now) {
+			s.log.Warn("setup request rejected", "from", from, "code", code, "reason", SetupCodeText(code),
+				"version", req.ProtocolVer, "mc", fmt.Sprintf("%d/%d", req.MCIndex, req.MCCount))
+		}
+		// A refusal is no larger than its request; still, a forged flood
+		// must not make the server a reflector at the flood's rate.
+		if ok, _ := s.answers.allow(from.Addr(), now); !ok {
+			s.Counters.Add(CountRefusalUnanswered)
+			if s.eps.note(epRefusalUnanswered, from.Addr(), now) {
+				s.log.Warn("setup refusals not answered: source over its answer budget", "from", from.Addr(),
+					"rate_per_s", s.answers.rate, "burst", s.answers.burst)
+			}
+			return
+		}
+	}
+	if err := sendControl(ctl, resp, from, to); err != nil {
+		s.log.Error("cannot send setup response", "to", from, "err", err)
+	}
+	if code != SetupNone {
+		return
+	}
+	s.Counters.Add(CountSetupAccepted)
+	if req.ProtocolVer < AuthECNProtocolVer {
+		s.Counters.Add(CountLegacyAccepted)
+	} else {
+		// The Null PDU opens the way through a stateful firewall in front
+		// of the server: from the new test port to the client's socket.
+		var null NullPDU
+		null.ProtocolVer, null.CmdRequest, null.AuthMode = req.ProtocolVer, NullCmdRequest, req.AuthMode
+		nb := null.Encode(make([]byte, NullLen))
+		if req.AuthMode == AuthControl {
+			Sign(nb, keys.Server[:], uint32(now.Unix()), req.KeyID)
+		}
+		if err := sc.sock.SendTo(nb, from); err != nil {
+			s.log.Debug("cannot send null request", "to", from, "err", err)
+		}
+	}
+	go s.runConn(sc, req, keys)
+}
+
+// admitSetup reserves what a Setup Request from from needs and opens its
+// test socket, evicting pending Test Connections of heavier sources when
+// every slot or, with -B, the bandwidth pool is reserved. It returns the
+// new Test Connection, already counted as pending, or the refusal's code.
+func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth uint16) (*serverConn, uint8) {
+	src := from.Addr()
+	s.mu.Lock()
+	full := s.pending.sourceFull(src) // the cheap refusal, before a socket is opened
+	s.mu.Unlock()
+	if full {
+		return nil, SetupConnFail
+	}
+	sock, err := s.net.ListenUDP(netip.AddrPortFrom(local, 0),
+		SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == dataphase.FamilyV6, SockBuf: s.cfg.SockBuf})
+	if err != nil {
+		s.log.Error("cannot open a test socket", "err", err)
+		return nil, SetupConnFail
+	}
+	now := time.Now()
+	var evicted []*serverConn
+	defer func() {
+		for _, v := range evicted {
+			v.sock.Close() // its runConn sees the close and ends
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending.sourceFull(src) {
+		sock.Close()
+		return nil, SetupConnFail
+	}
+	g, code := s.adm.reserve(maxBandwidth)
+	for code == SetupConnFail || code == SetupCapExceeded {
+		// Every slot, or the bandwidth, is reserved: evict a pending
+		// Test Connection of a heavier source, if there is one (running
+		// ones count as none's: checkBandwidth judged those).
+		v := s.pending.victim(src, now)
+		if v == nil {
+			break
+		}
+		evicted = append(evicted, s.evictLocked(v))
+		g, code = s.adm.reserve(maxBandwidth)
+	}
+	if code != SetupNone {
+		sock.Close()
+		return nil, code
+	}
+	s.seq++
+	sc := &serverConn{sock: sock, grant: g, peer: from, seq: s.seq, at: now,
+		log: connLog{log: s.log.With("peer", from, "test_port", sock.LocalAddr().Port())}}
+	s.active[sc] = struct{}{}
+	s.pending.add(sc)
+	s.wg.Add(1)
+	return sc, SetupNone
+}
+
+// evictLocked takes a pending Test Connection out to make room: its
+// reservation is returned now, its socket closed by the caller once s.mu
+// is released. s.mu is held.
+func (s *Server) evictLocked(v *serverConn) *serverConn {
+	s.pending.remove(v)
+	v.evicted = true
+	s.adm.release(v.grant)
+	v.released = true
+	s.Counters.Add(CountPendingEvicted)
+	if s.eps.note(epPendingEvicted, v.peer.Addr(), time.Now()) {
+		s.log.Warn("test connection awaiting activation evicted for a newer setup", "setup_from", v.peer,
+			"pending", s.pending.n, "max_connections", s.adm.maxConns)
+	}
+	return v
+}
+
+// signResponse rewrites the auth block of a Setup or Test Activation
+// Response (wire.md 2.1.3): protocol 20 signs with the server key (a zero
+// key when none was tried) or clears it; older versions echo the block,
+// with the digest zeroed when it was checked. The checksum is left 0.
+func (s *Server) signResponse(resp []byte, pver uint16, authMode, keyID uint8, keys SessionKeys, checked bool, now time.Time) {
+	binary.BigEndian.PutUint16(resp[len(resp)-2:], 0)
+	switch {
+	case pver < AuthECNProtocolVer:
+		if checked {
+			ClearDigest(resp)
+		}
+	case authMode == AuthControl:
+		Sign(resp, keys.Server[:], uint32(now.Unix()), keyID)
+	default:
+		ClearAuth(resp)
+	}
+}

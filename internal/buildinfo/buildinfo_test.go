@@ -1,0 +1,84 @@
+package buildinfo
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func stamped(version string, settings ...string) *debug.BuildInfo {
+	bi := &debug.BuildInfo{GoVersion: "go1.99.1", Main: debug.Module{Path: "github.com/udpstp/udpstp", Version: version}}
+	for i := 0; i+1 < len(settings); i += 2 {
+		bi.Settings = append(bi.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
+	}
+	return bi
+}
+
+func TestFromBuildInfo(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	vcs := []string{"vcs.revision", rev, "vcs.time", "2026-11-30T03:11:05Z", "vcs.modified", "true"}
+	for _, tt := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		l    Linked
+		want Info
+	}{
+		{"go install @version", stamped("v1.2.3"), Linked{},
+			Info{Version: "v1.2.3", GoVersion: "go1.99.1"}},
+		{"go build in a checkout", stamped("v1.2.4-0.20261130031105-0123456789ab+dirty", vcs...), Linked{},
+			Info{Version: "v1.2.4-0.20261130031105-0123456789ab+dirty", Commit: rev, Time: "2026-11-30T03:11:05Z", Modified: true, GoVersion: "go1.99.1"}},
+		{"unstamped work tree", stamped("(devel)"), Linked{},
+			Info{Version: Devel, GoVersion: "go1.99.1"}},
+		{"linker version wins", stamped("v1.2.3", vcs...), Linked{Version: "1.3.0"},
+			Info{Version: "1.3.0", Commit: rev, Time: "2026-11-30T03:11:05Z", Modified: true, GoVersion: "go1.99.1"}},
+		{"linker commit replaces a stale stamp", stamped("(devel)", vcs...), Linked{Version: "1.3.0", Commit: "fedcba"},
+			Info{Version: "1.3.0", Commit: "fedcba", GoVersion: "go1.99.1"}},
+		{"no build info", nil, Linked{},
+			Info{Version: Devel}},
+	} {
+		got := FromBuildInfo(tt.bi, tt.l)
+		if tt.want.GoVersion == "" {
+			tt.want.GoVersion = got.GoVersion // runtime.Version()
+		}
+		tt.want.Platform = got.Platform
+		if got != tt.want {
+			t.Errorf("%s:\n got  %+v\n want %+v", tt.name, got, tt.want)
+		}
+		if got.GoVersion == "" || got.Platform == "" {
+			t.Errorf("%s: Go version or platform missing: %+v", tt.name, got)
+		}
+	}
+}
+
+func TestShortCommit(t *testing.T) {
+	if c := (Info{Commit: "0123456789abcdef"}).ShortCommit(); c != "0123456789ab" {
+		t.Errorf("ShortCommit = %q", c)
+	}
+	if c := (Info{Commit: "abc"}).ShortCommit(); c != "abc" {
+		t.Errorf("ShortCommit = %q", c)
+	}
+}
+
+func TestSoftwareVersion(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.2.3":          "9.0.0+udpstp.v1.2.3",
+		"1.2.3":           "9.0.0+udpstp.1.2.3",
+		"e7cb859-dirty":   "9.0.0+udpstp.e7cb859-dirty",
+		"v1.2.4-0.2026+d": "9.0.0+udpstp.v1.2.4-0.2026-d",
+		"a..b/c d":        "9.0.0+udpstp.a.b-c-d",
+		"":                "9.0.0+udpstp.devel",
+		"...":             "9.0.0+udpstp.devel",
+	} {
+		if got := SoftwareVersion("9.0.0", v); got != want {
+			t.Errorf("SoftwareVersion(9.0.0, %q) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// SetLinked before Get decides what Get reports.
+func TestSetLinked(t *testing.T) {
+	defer SetLinked(Linked{})
+	SetLinked(Linked{Version: "9.9.9", Commit: "abc"})
+	if i := Get(); i.Version != "9.9.9" || i.Commit != "abc" {
+		t.Errorf("Get after SetLinked = %+v", i)
+	}
+}

@@ -1,0 +1,67 @@
+package plot
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/udpstp/udpstp/internal/golden"
+)
+
+// FuzzRead feeds the reader OB-UDPST's results, udpstp's and a few broken
+// documents, and whatever the fuzzer makes of them: Read never panics, a
+// document it accepts has Sub-Intervals, and one it accepts renders
+// (drawing is only skipped for documents too big to draw many of).
+func FuzzRead(f *testing.F) {
+	for _, p := range obudpstResults(f) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	mine, _ := filepath.Glob("testdata/*.json")
+	for _, p := range mine {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	b, err := os.ReadFile(filepath.Join(golden.Require(f), "server_perf_stats.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	for _, s := range []string{
+		``, `{}`, `[]`, `null`, `{"ErrorStatus":0}`,
+		`{"Output":{"IncrementalResult":[{}]},"ErrorStatus":0}`,
+		`{"Output":{"IncrementalResult":[{"Seconds":-1e308,"IPLayerCapacity":1e308}],"AtMax":{"MaxIPLayerCapacity":-1}},"ErrorStatus":0}`,
+		`{"Output":{"IncrementalResult":[{"Interval":3}]},"ErrorStatus":0,"udpstp":{"Connections":[{"Connection":-7,"IPLayerCapacity":[1e300,-1e300],"SendingRateIndex":[1e300],"SendingRateMbps":[]}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Read(bytes.NewReader(b))
+		if err != nil {
+			if r != nil {
+				t.Fatal("a result with an error")
+			}
+			return
+		}
+		if len(r.Intervals) == 0 {
+			t.Fatal("accepted a result without Sub-Intervals")
+		}
+		points := len(r.Intervals)
+		for _, c := range r.PerConn {
+			points += len(c.Capacity) + len(c.RateMbps)
+		}
+		if points > 2000 {
+			return
+		}
+		if err := Render(discard{}, r, SVG); err != nil {
+			t.Fatalf("accepted result does not render: %v", err)
+		}
+	})
+}
