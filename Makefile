@@ -13,8 +13,11 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 all: build
 
+# build: a static binary (no cgo, so no libc: it runs on any Linux of its
+# architecture, in a scratch container too), without the build machine's
+# paths in it (-trimpath); static-check checks both.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
 
 # test: everything CI checks, in order of how fast it fails.
 test: fmtcheck vet unit fuzz crossbuild systemd-check
@@ -51,7 +54,9 @@ crossbuild:
 # the service's exposure stays at most 2.0 (systemd-analyze's threshold is on
 # its 0-100 scale: 20). verify insists that ExecStart's binary exists, so it
 # checks a copy of the units that runs the binary just built instead of
-# /usr/bin/udpstp; security scores the unit as shipped.
+# /usr/bin/udpstp; security scores the unit as shipped. --man=no: the
+# units name man:udpstp(1), which is installed only with the package
+# (make deb-install-check verifies the installed units with it).
 SYSTEMD_EXPOSURE_MAX ?= 20
 systemd-check: build
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
@@ -59,7 +64,7 @@ systemd-check: build
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
 	sed 's|^ExecStart=/usr/bin/udpstp|ExecStart=$(CURDIR)/$(BIN)|' contrib/systemd/udpstp.service >"$$d/udpstp.service"; \
 	cp contrib/systemd/udpstp.socket "$$d/"; \
-	systemd-analyze verify "$$d/udpstp.service" "$$d/udpstp.socket"; \
+	systemd-analyze verify --man=no "$$d/udpstp.service" "$$d/udpstp.socket"; \
 	echo "systemd-analyze verify: udpstp.service udpstp.socket OK"; \
 	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
 		contrib/systemd/udpstp.service >"$$d/security.txt" 2>&1; then \
@@ -111,3 +116,135 @@ completion: build
 
 clean:
 	rm -rf bin build demo-results
+
+# ---- Packaging, release and deployment checks (issue 16) -------------------
+# Everything below writes under build/ and is checked by `make release-check`,
+# which .ci/run runs after `make test`. The scripts are in contrib/release
+# (archives, versions) and contrib/debian (the package); both ship the man
+# page and completions that `make man` and `make completion` write to
+# build/man and build/completion. contrib/validate checks contrib/docker,
+# contrib/kubernetes and contrib/prometheus (see docs/deploy.md).
+
+.PHONY: static-check dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check
+
+RELEASE_DIR    := build
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DEB_ARCHES     := amd64 arm64
+DEB_VERSION     = $(shell contrib/release/debversion $(VERSION))
+# Every file in an archive or package is dated HEAD's commit time, so that a
+# tree builds the same bytes again (https://reproducible-builds.org).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Release binaries are stripped (-s -w: no symbol table or DWARF; panics
+# still print full stack traces from Go's own tables).
+RELEASE_LDFLAGS = -s -w $(LDFLAGS)
+
+# $(call release-build,OS/ARCH ...): the static release binaries, as
+# $(RELEASE_DIR)/bin/OS_ARCH/udpstp (udpstp.exe on windows).
+release-build = set -e; for p in $(1); do \
+	os=$${p%/*}; arch=$${p\#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	echo "go build $$os/$$arch"; \
+	CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
+		-o $(RELEASE_DIR)/bin/$${os}_$$arch/udpstp$$ext ./cmd/udpstp; \
+	done
+
+# static-check: `make build` gave a statically linked binary (file(1) says
+# so: no ELF interpreter, no shared libraries), built without cgo and with
+# -trimpath (as its build info records), that reports the version it was
+# given.
+static-check: build
+	@set -e; info=$$(file -b $(BIN)); echo "file $(BIN): $$info"; \
+	case "$$info" in *"statically linked"*) ;; *) echo "static-check: $(BIN) is not statically linked"; exit 1;; esac; \
+	bi=$$($(GO) version -m $(BIN)); \
+	echo "$$bi" | grep -q 'CGO_ENABLED=0' || { echo "static-check: $(BIN) was built with cgo"; exit 1; }; \
+	echo "$$bi" | grep -q -- '-trimpath=true' || { echo "static-check: $(BIN) was built without -trimpath"; exit 1; }; \
+	$(BIN) version | grep -qF -- '$(VERSION)' || { echo "static-check: $(BIN) version does not say $(VERSION)"; exit 1; }; \
+	echo "static-check: static, CGO_ENABLED=0, -trimpath, version $(VERSION): OK"
+
+# dist: release archives for $(DIST_PLATFORMS) in $(RELEASE_DIR)/dist, named
+# udpstp_VERSION_OS_ARCH.tar.gz (zip for windows), and their SHA256SUMS
+# (check with `sha256sum -c SHA256SUMS` in that directory).
+dist: man completion
+	@$(call release-build,$(DIST_PLATFORMS))
+	@set -e; rm -rf $(RELEASE_DIR)/dist; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) contrib/release/mkdist $$os $$arch \
+			$(RELEASE_DIR)/bin/$${os}_$$arch/udpstp$$ext $(RELEASE_DIR) $(VERSION) $(RELEASE_DIR)/dist; \
+	done; \
+	cd $(RELEASE_DIR)/dist && sha256sum udpstp_* >SHA256SUMS && cat SHA256SUMS
+
+# deb: Debian packages for $(DEB_ARCHES) in $(RELEASE_DIR)/deb (see
+# contrib/debian/mkdeb).
+deb: man completion
+	@$(call release-build,$(addprefix linux/,$(DEB_ARCHES)))
+	@set -e; rm -rf $(RELEASE_DIR)/deb; for a in $(DEB_ARCHES); do \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) GO="$(GO)" contrib/debian/mkdeb $$a \
+			$(RELEASE_DIR)/bin/linux_$$a/udpstp $(RELEASE_DIR) $(VERSION) $(RELEASE_DIR)/deb; \
+	done
+
+# deb-check: each package has the files it must (contrib/debian/check), and
+# lintian finds no error in it (warnings are shown; the ones we accept are
+# overridden in contrib/debian/lintian-overrides, each with its reason).
+deb-check: deb
+	@set -e; for a in $(DEB_ARCHES); do \
+		contrib/debian/check $(RELEASE_DIR)/deb/udpstp_$(DEB_VERSION)_$$a.deb $$a; \
+	done
+
+# deb-install-check: installs the amd64 package on this machine, checks the
+# installed units with systemd-analyze (verify; security at most
+# SYSTEMD_EXPOSURE_MAX), runs the installed binary, then removes the package
+# again (dpkg --purge). Needs root, and changes the machine: for CI and
+# scratch machines only. It refuses to replace an udpstp that is already
+# there.
+deb-install-check: deb
+	@contrib/debian/install-check $(RELEASE_DIR)/deb/udpstp_$(DEB_VERSION)_amd64.deb $(SYSTEMD_EXPOSURE_MAX)
+
+# test-arm64: the unit tests of the packages below, cross-compiled for
+# linux/arm64 and run under qemu-user (qemu-aarch64; apt-get install
+# qemu-user). Only packages whose tests need neither root nor network
+# namespaces nor real-time pacing, which emulation slows ten times or more:
+# the pure ones (clock, control, dataphase, report, report/plot,
+# internal/buildinfo, and engine/sim, whose time is virtual). The
+# loopback-socket tests of control run too: qemu-user passes the system
+# calls through. engine stays out: qemu-user 7.2 (Debian 12) refuses its
+# sockets' SO_TIMESTAMPNS (setsockopt: protocol not available), so none of
+# them opens under emulation. client stays out too: its multi-connection
+# tests run real-time control timers (3 s setup timeouts) that emulated
+# Test Connections miss. -short, as everywhere
+# under emulation. About 1 min on 2 busy cores. Skips, saying why, where
+# qemu-aarch64 is missing.
+ARM64_TEST_PKGS := ./clock ./control ./dataphase ./report ./report/plot ./internal/buildinfo ./engine/sim
+QEMU_AARCH64    ?= qemu-aarch64
+test-arm64:
+	@set -e; if ! command -v $(QEMU_AARCH64) >/dev/null 2>&1; then \
+		echo "test-arm64: SKIP: $(QEMU_AARCH64) not found (apt-get install qemu-user)"; exit 0; fi; \
+	d=$(CURDIR)/$(RELEASE_DIR)/test-arm64; mkdir -p $$d; \
+	for pkg in $(ARM64_TEST_PKGS); do \
+		t=$$d/$$(echo $$pkg | tr -c 'A-Za-z0-9\n' _).test; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -c -o $$t $$pkg; \
+		echo "qemu-aarch64 $$pkg"; \
+		(cd $$pkg && $(QEMU_AARCH64) $$t -test.short -test.count=1) || { echo "test-arm64: FAIL $$pkg"; exit 1; }; \
+	done; echo "test-arm64: OK ($(ARM64_TEST_PKGS))"
+
+# deploy-check: the Dockerfile, Kubernetes manifest and Prometheus scrape
+# config under contrib/ are what docs/deploy.md says (contrib/validate, a
+# module of its own so that its Kubernetes and BuildKit dependencies stay out
+# of udpstp's), and promtool accepts the scrape config.
+deploy-check:
+	cd contrib/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "deploy-check: promtool not found: apt-get install prometheus (.ci/run does)"; exit 1; }
+	promtool check config contrib/prometheus/scrape.yml
+
+# release-lint: shellcheck on the packaging scripts and the maintainer
+# scripts (POSIX sh: dash runs them).
+RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist \
+	contrib/debian/mkdeb contrib/debian/mkcopyright contrib/debian/check contrib/debian/install-check \
+	contrib/debian/postinst contrib/debian/prerm contrib/debian/postrm
+release-lint:
+	@command -v shellcheck >/dev/null 2>&1 || { \
+		echo "release-lint: shellcheck not found: apt-get install shellcheck (.ci/run does)"; exit 1; }
+	shellcheck -s sh $(RELEASE_SCRIPTS)
+
+# release-check: every packaging and deployment check, for CI (which also
+# runs deb-install-check).
+release-check: release-lint static-check dist deb-check test-arm64 deploy-check

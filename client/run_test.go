@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,12 +71,14 @@ func after(gate <-chan struct{}, script func(*memnet.DataPhase)) func(*memnet.Da
 }
 
 // decided returns an observer that closes the gate it returns once n
-// setups were decided (connected or failed).
+// setups were decided: connected, or failed (an error, or the warning of a
+// timeout; an ALERT line, code -1, decides nothing).
 func decided(n int) (func(Event, context.CancelFunc), <-chan struct{}) {
 	gate := make(chan struct{})
 	seen := 0
 	return func(e Event, _ context.CancelFunc) {
-		if e.Kind == EventConnected || (e.Kind == EventError && e.Conn >= 0) {
+		failed := (e.Kind == EventError || e.Kind == EventWarning && e.Code > 0) && e.Conn >= 0
+		if e.Kind == EventConnected || failed {
 			if seen++; seen == n {
 				close(gate)
 			}
@@ -99,10 +100,7 @@ func startServer(t *testing.T, w *memnet.Wire, addr string, port uint16, edit fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(memnet.Start(s.Serve))
 	return s
 }
 
@@ -257,23 +255,34 @@ func TestRunOneServer(t *testing.T) {
 	}
 }
 
-// TestRunConnectionsMinimumMet: -C 2-4 against a server that admits 3:
-// three Test Connections run, the fourth's refusal is reported, and with
-// the minimum met the test completes (the normal stops make it a
-// success, as in OB-UDPST).
+// refusing is a server that refuses every Setup Request at once (its
+// jumbo option differs from the client's): a Test Connection that fails
+// for sure, whatever the order the setups race in.
+func refusing(c *control.ServerConfig) { c.NoJumbo = true }
+
+// TestRunConnectionsMinimumMet: -C 2-4 over a server that accepts and one
+// that refuses: the two Test Connections to the first run, the two
+// refusals are reported, and with the minimum met the test completes (the
+// normal stops make it a success, as in OB-UDPST).
 func TestRunConnectionsMinimumMet(t *testing.T) {
 	w := memnet.NewWire()
-	startServer(t, w, "127.0.0.1", 40000, func(c *control.ServerConfig) { c.MaxConnections = 3 })
-	cfg := testConfig("127.0.0.1")
+	startServer(t, w, "127.0.0.1", 40000, nil)
+	startServer(t, w, "127.0.0.2", 41000, refusing)
+	cfg := testConfig("127.0.0.1", "127.0.0.2")
 	cfg.ConnMin, cfg.ConnMax = 2, 4
 	observe, gate := decided(4)
 	o := runOn(t, w, cfg, after(gate, complete), observe)
-	if o.count(EventConnected) != 3 || o.count(EventConnEnded) != 3 || o.count(EventSubInterval) != 15 {
+	if o.count(EventConnected) != 2 || o.count(EventConnEnded) != 2 || o.count(EventSubInterval) != 10 {
 		t.Fatalf("events %+v", o.events)
 	}
-	errs := o.texts(EventError)
-	if len(errs) != 1 || !strings.Contains(errs[0], control.SetupCodeText(control.SetupConnFail)) {
-		t.Errorf("errors %q, want the one refusal", errs)
+	refusal := "ERROR: " + control.SetupCodeText(control.SetupJumboMismatch) + " 127.0.0.2:24601"
+	if errs := o.texts(EventError); len(errs) != 2 || errs[0] != refusal || errs[1] != refusal {
+		t.Errorf("errors %q, want the two refusals", errs)
+	}
+	for _, e := range o.events {
+		if e.Kind == EventConnected && e.Server.Host != "127.0.0.1" {
+			t.Errorf("connection %d connected to %+v", e.Conn, e.Server)
+		}
 	}
 	if o.status != 0 || summary(t, o.doc) == nil {
 		t.Errorf("status %d, report:\n%s", o.status, o.out)
@@ -284,20 +293,21 @@ func TestRunConnectionsMinimumMet(t *testing.T) {
 	}
 }
 
-// TestRunConnectionsMinimumRefused: -C 3-4 against a server that admits 2:
-// with two refusals fewer than the minimum are left, and the run ends
-// without results, keeping the refusal's ErrorStatus (OB-UDPST sets 200
-// only over success or a warning). A Test Connection activated by then is
-// stopped by the run; one activated later is closed without starting.
+// TestRunConnectionsMinimumRefused: -C 3-4 over a server that accepts and
+// one that refuses: with the two refusals fewer than the minimum are left,
+// and the run ends without results, keeping the refusals' ErrorStatus
+// (OB-UDPST sets 200 only over success or a warning). A Test Connection
+// activated by then is stopped by the run; one activated later is closed
+// without starting.
 func TestRunConnectionsMinimumRefused(t *testing.T) {
 	w := memnet.NewWire()
-	srv := startServer(t, w, "127.0.0.1", 40000, func(c *control.ServerConfig) { c.MaxConnections = 2 })
-	cfg := testConfig("127.0.0.1")
+	srv := startServer(t, w, "127.0.0.1", 40000, nil)
+	startServer(t, w, "127.0.0.2", 41000, refusing)
+	cfg := testConfig("127.0.0.1", "127.0.0.2")
 	cfg.ConnMin, cfg.ConnMax = 3, 4
 	o := runOn(t, w, cfg, untilStopped, nil)
-	refused := 100 + int(control.SetupConnFail)
-	if o.status != refused {
-		t.Errorf("status %d, want %d", o.status, refused)
+	if want := 100 + int(control.SetupJumboMismatch); o.status != want {
+		t.Errorf("status %d, want %d", o.status, want)
 	}
 	var minErr []string
 	refusals := 0
@@ -318,7 +328,7 @@ func TestRunConnectionsMinimumRefused(t *testing.T) {
 		t.Errorf("%d connected, %d ended", c, e)
 	}
 	if n := srv.Snapshot().Counts[control.CountSetupAccepted]; n != 2 {
-		t.Errorf("the server accepted %d", n)
+		t.Errorf("the accepting server accepted %d", n)
 	}
 	if summary(t, o.doc) != nil {
 		t.Errorf("results despite the failed minimum:\n%s", o.out)
@@ -361,7 +371,7 @@ func TestRunSeveralServers(t *testing.T) {
 // failed) OB-UDPST's minimum error after it.
 func TestRunSetupFailure(t *testing.T) {
 	w := memnet.NewWire()
-	startServer(t, w, "127.0.0.1", 40000, func(c *control.ServerConfig) { c.NoJumbo = true })
+	startServer(t, w, "127.0.0.1", 40000, refusing)
 	o := runOn(t, w, testConfig("127.0.0.1"), complete, nil)
 	refusal := "ERROR: " + control.SetupCodeText(control.SetupJumboMismatch) + " 127.0.0.1:24601"
 	minimum := "ERROR: Minimum required connections (1) unavailable"

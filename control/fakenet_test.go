@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -37,9 +36,6 @@ func inMemory(t *testing.T, cfg ServerConfig, o ServerOptions) (*Server, fakeNet
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(memnet.Start(s.Serve))
 	return s, fakeNet{&memnet.Net{Wire: w, NextPort: 50000}}, w
 }

@@ -18,13 +18,21 @@
 //     per-Test-Connection turn.
 //
 // Files are split by concern, with the platform code behind the narrow API
-// of the shared files: socket.go (API, options, statistics), addr.go
-// (IPv4-mapped addresses), gso.go (the pure GSO grouping arithmetic),
-// filler.go (datagram filler), batch_linux.go (sendmmsg/recvmmsg),
-// socket_linux.go (open, control-phase I/O, socket options), errors_linux.go
-// (errno classes), socket_other.go (net.UDPConn fallback), wait_*.go (the
-// wait, the Waker, timer slack), conn.go and thread.go (the executor),
-// pool*.go and heap.go (the pool), cpus*.go (how many CPUs the process may
-// use), progress.go (the Engine Threads' heartbeat for the watchdog),
-// fdsocket_*.go (sockets passed by systemd).
+// of the shared files: socket.go (API, options), socket_counters.go (the
+// socket counters and their table), addr.go (IPv4-mapped addresses), gso.go
+// (the pure GSO grouping arithmetic), filler.go (datagram filler),
+// batch_linux.go (sendmmsg/recvmmsg), socket_linux.go (open, control-phase
+// I/O, socket options), errors_linux.go (errno classes), socket_other.go
+// (net.UDPConn fallback) and sockopt_*.go (its socket options per
+// platform), wait*.go (the wait, the Waker, timer slack), ending.go (a
+// core's events and end, shared by both executors), conn.go and thread.go
+// (the per-Test-Connection executor), pool.go (the pool's API and
+// options), pool_linux.go (its Engine Threads and their turns),
+// pool_epoll_linux.go (their epoll registrations, readiness and wait),
+// holdoff.go (the receive hold-off's arithmetic, tested on every platform),
+// pool_other.go (the pool off Linux: one Engine Thread per Test
+// Connection), heap.go (the deadline heap), cpus*.go (how many CPUs the
+// process may use), progress.go (the Engine Threads' heartbeat for the
+// watchdog), fdsocket_*.go (sockets passed by systemd), pktinfo_*.go (the
+// address a control datagram was sent to, on a wildcard socket).
 package engine

@@ -12,17 +12,18 @@ package main
 //   - queued: load datagrams the kernel accepted from our sockets; their
 //     IP bytes are that count times the mean IP size the clients reported
 //     receiving (the engine counts datagrams, not bytes);
-//   - delivered and status: from the Status PDUs of each Test Connection;
-//     message loss and traffic stops come from the Data Phase's warnings,
-//     at most 10 per Test Connection, so they are lower bounds (as are the
-//     data.*_invalid_* counters, and their *_checksum ones are 0: the
-//     warning does not tell a checksum from another format error);
+//   - delivered and status: from the Status PDUs of each Test Connection,
+//     as its Data Phase counted them (dataphase/counters.go); message
+//     loss, traffic stops and the data.*_invalid_* counters are every one
+//     the Data Phases saw, not only the 10 per Test Connection they warn
+//     about;
 //   - system: send and receive calls and their datagrams, and the send
 //     calls cut short by backpressure, of every test socket. The per-call
 //     maxima (tx_overrun_size, tx_burst_size, rx_burst_size) are 0, as the
-//     engine keeps totals only; fd_ready_* and timer_coalesce_* are 0
-//     because every Engine Thread waits on its own sockets with its own
-//     deadline, with no shared readiness set or tick to merge.
+//     engine keeps totals only; fd_ready_* and timer_coalesce_* are 0: the
+//     pool's Engine Threads wait on an epoll set and a deadline heap, but
+//     do not count the sockets ready per wait or the deadlines served per
+//     wake-up yet.
 
 import (
 	"context"

@@ -160,6 +160,13 @@ func clientInBackground(args ...string) <-chan clientRun {
 // activateAt sets up and activates one Test Connection on the server at
 // port (with a key when key is not ""), then drops it: the server ends it
 // after its 3 s watchdog. It tells whether the server let the client in.
+// activations numbers activateAt's runs.
+var activations atomic.Uint32
+
+// activateAt runs one Control Phase against our server on loopback. Each
+// call has an mcIdent of its own, as every client run draws one: two
+// identical signed Setup Requests within a second are a replay to the
+// server.
 func activateAt(port int, key string, id uint8) error {
 	cfg := control.DefaultClientConfig()
 	cfg.TestIntTime = 5
@@ -168,7 +175,8 @@ func activateAt(port int, key string, id uint8) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cc, err := control.Activate(ctx, &engineNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, 1, func(string) {})
+	ident := uint16(activations.Add(1))
+	cc, err := control.Activate(ctx, &engineNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, ident, func(string) {})
 	if err != nil {
 		return err
 	}
@@ -540,7 +548,7 @@ func TestDaemonAndLogFile(t *testing.T) {
 	logFile := filepath.Join(dir, "udpstp.log")
 	port := freePort(t, "127.0.0.1")
 	start := time.Now()
-	out, err := exec.Command(udpstpBin, "server", "-x", "-l", logFile, "-k", "10", "--setup-rate", "0", "-v",
+	out, err := exec.Command(udpstpBin, "server", "-x", "-l", logFile, "-k", "10", "--log-level", "debug", "-v",
 		"-p", fmt.Sprint(port), "127.0.0.1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("server -x: %v\n%s", err, out)
@@ -558,16 +566,16 @@ func TestDaemonAndLogFile(t *testing.T) {
 	if !bytes.Contains(b, []byte("server started")) || !bytes.Contains(b, []byte("pid="+strconv.Itoa(pid))) {
 		t.Fatalf("log file lacks the start line of process %d:\n%s", pid, b)
 	}
-	// Refused Setup Requests log a line each: 100 of them are well past
-	// 10 x 1000 bytes.
+	// At debug level each invalid Setup Request logs a line (refusals are
+	// logged once per episode): 100 of them are well past 10 x 1000 bytes.
 	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := (&control.SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: control.SetupCmdRequest}).Encode(make([]byte, control.SetupLen))
+	junk := make([]byte, control.SetupLen) // not a Setup PDU: pduId 0
 	for i := 0; i < 100; i++ {
-		c.Write(req)
+		c.Write(junk)
 		if i%20 == 19 {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -579,7 +587,7 @@ func TestDaemonAndLogFile(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logFile)
-			t.Fatalf("no %s.old after 100 refusals; log:\n%s", logFile, b)
+			t.Fatalf("no %s.old after 100 invalid requests; log:\n%s", logFile, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@
 package memnet
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -340,3 +341,16 @@ func (d *DataPhase) Done() <-chan struct{} { return d.done }
 
 // Emit reports ev as the Data Phase's executor would.
 func (d *DataPhase) Emit(ev dataphase.Event) { d.emit(ev) }
+
+// Start runs serve (a server's Serve) on a goroutine of its own and
+// returns what stops it: cancel serve's context and wait until it has
+// returned (for a test's Cleanup).
+func Start(serve func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serve(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
