@@ -205,12 +205,10 @@ func sendToClosedPort(t *testing.T, tag byte) (*Socket, netip.AddrPort) {
 	return a, port
 }
 
-// ECONNREFUSED from an earlier ICMP port unreachable: the send that reports
-// it did not go out, and the retry does.
-func TestConnRefusedRetry(t *testing.T) {
-	a, port := sendToClosedPort(t, 5)
-	var sb dataphase.SendBuffer
-	// The ICMP error sets the socket's error; POLLERR says so.
+// waitPollErr waits (up to 2 s) until a wait on a reports POLLERR: the
+// ICMP error for an earlier datagram arrived.
+func waitPollErr(t *testing.T, a *Socket) {
+	t.Helper()
 	fds := []waitFD{{sock: a}}
 	end := time.Now().Add(2 * time.Second)
 	for !fds[0].errored && time.Now().Before(end) {
@@ -219,8 +217,17 @@ func TestConnRefusedRetry(t *testing.T) {
 		}
 	}
 	if !fds[0].errored {
-		t.Fatal("no POLLERR after the port unreachable")
+		t.Fatal("no POLLERR after the ICMP error")
 	}
+}
+
+// ECONNREFUSED from an earlier ICMP port unreachable: the send that reports
+// it did not go out, and the retry does.
+func TestConnRefusedRetry(t *testing.T) {
+	a, port := sendToClosedPort(t, 5)
+	var sb dataphase.SendBuffer
+	// The ICMP error sets the socket's error; POLLERR says so.
+	waitPollErr(t, a)
 	// Now someone listens there, and the next plan must arrive whole.
 	l := mustOpen(t, port, SocketOptions{})
 	fillPlan(&sb, 5, 10, 100, 100, 100)
@@ -563,16 +570,7 @@ func TestPendingTakenBeforeRetry(t *testing.T) {
 	if !a.GSOEnabled() {
 		t.Skip("no GSO")
 	}
-	fds := []waitFD{{sock: a}}
-	end := time.Now().Add(2 * time.Second)
-	for !fds[0].errored && time.Now().Before(end) {
-		if err := wait(fds, nil, clock.Mono().Add(100*time.Millisecond), clock.Mono()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !fds[0].errored {
-		t.Fatal("no pending error")
-	}
+	waitPollErr(t, a)
 	f := &fakeSend{script: []fakeResult{{e: unix.EMSGSIZE}}}
 	a.sys.sendFn = f.send
 	var sb dataphase.SendBuffer

@@ -240,19 +240,29 @@ const maxPreConnect = 1 << 14
 // otherwise reach the Data Phase as the peer's. The caller holds mu
 // shared.
 func (s *Socket) discardQueued() {
-	x := &s.sys
 	var buf [1]byte
-	for i := 0; i < maxPreConnect; i++ {
-		_, _, err := unix.Recvfrom(x.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
-		switch err {
+	n := drain(maxPreConnect, func() error {
+		_, _, err := unix.Recvfrom(s.sys.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		return err
+	})
+	s.stats[CountPreConnect].Add(uint64(n))
+}
+
+// drain runs read until it fails (EINTR aside: EAGAIN when the queue is
+// empty; another error is for whoever reads next to see) or limit reads
+// succeeded, and returns how many did.
+func drain(limit int, read func() error) int {
+	n := 0
+	for n < limit {
+		switch err := read(); err {
 		case nil:
-			s.stats[CountPreConnect].Add(1)
-			continue
+			n++
 		case unix.EINTR:
-			continue
+		default:
+			return n
 		}
-		return // EAGAIN: empty; anything else is for the Data Phase to see
 	}
+	return n
 }
 
 // refreshMTU reads the path MTU of the connected socket. IP_MTU works on an
@@ -577,20 +587,13 @@ const maxErrQueue = 64
 // the small allocations of unix.Recvmsg do not matter. The caller holds
 // mu shared.
 func (s *Socket) drainErrQueue() {
-	x := &s.sys
 	var data [64]byte
 	var oob [256]byte
-	for i := 0; i < maxErrQueue; i++ {
-		_, _, _, _, err := unix.Recvmsg(x.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-		switch err {
-		case nil:
-			s.stats[CountSocketErrors].Add(1)
-			continue
-		case unix.EINTR:
-			continue
-		}
-		return // EAGAIN: empty
-	}
+	n := drain(maxErrQueue, func() error {
+		_, _, _, _, err := unix.Recvmsg(s.sys.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		return err
+	})
+	s.stats[CountSocketErrors].Add(uint64(n))
 }
 
 // lastSendWouldBlock reports whether the last SendBatch stopped on a full
