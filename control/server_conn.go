@@ -256,6 +256,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			out = out[:taLen] // a short request: no auth block, no checksum field
 		}
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
+		p.PeerBytesIn, p.PeerBytesOut = n, len(out) // the anti-amplification budget's start (dataphase/amplification.go)
 		if err := sc.sock.Send(out); err != nil {
 			sc.log.error("cannot send test activation response", "peer", from, "err", err)
 			return nil, netip.AddrPort{}, false

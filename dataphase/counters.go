@@ -54,6 +54,14 @@ const (
 	CountStatusInvalidSize
 	CountStatusInvalidFormat
 	CountStatusInvalidChecksum
+	// ICMP port unreachable errors the socket reported (the executor
+	// tells the core, engine.RefusalSink).
+	CountPeerRefused
+	// Anti-amplification (amplification.go), server only: Load or Status
+	// PDUs held back because the budget was spent, and Status PDUs dropped
+	// because they reported Load PDUs that were never sent.
+	CountAmpHeld
+	CountStatusUnproven
 
 	NumCounters // the number of Counters, not a Counter
 )
@@ -91,6 +99,9 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountStatusInvalidSize:     {"status_invalid_size", "Status PDUs dropped for their length"},
 	CountStatusInvalidFormat:   {"status_invalid_format", "Status PDUs dropped for a field other than the length or checksum"},
 	CountStatusInvalidChecksum: {"status_invalid_checksum", "Status PDUs dropped for their checksum"},
+	CountPeerRefused:           {"peer_refused", "ICMP port unreachable errors for what this end sent to the peer"},
+	CountAmpHeld:               {"amplification_held", "Load or Status PDUs held back before the peer showed it receives, the budget being spent"},
+	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for reporting Load PDUs that were never sent"},
 }
 
 // CheckCounterInfo reports the first entry of a counter table whose name

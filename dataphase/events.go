@@ -32,6 +32,14 @@ const (
 	// EndPeerStop: a server's peer sent a stop before the end time (the
 	// client's interrupt, its own safety stop, or a forged stop).
 	EndPeerStop
+	// EndPeerGone: ICMP port unreachable kept coming back for what we
+	// sent (RefusedLimit in a row, no valid PDU in between): nothing
+	// listens at the peer's address and port any more.
+	EndPeerGone
+	// EndUnverified: a server's peer never showed that it receives what
+	// the server sends it (amplification.go): a forged activation, most
+	// likely, or a path that loses everything towards the peer.
+	EndUnverified
 
 	NumEndReasons // one more than the last EndReason: arrays by reason have this length
 )
@@ -51,6 +59,10 @@ func (r EndReason) Name() string {
 		return "failure"
 	case EndPeerStop:
 		return "peer_stop"
+	case EndPeerGone:
+		return "peer_gone"
+	case EndUnverified:
+		return "unverified"
 	}
 	return "unknown"
 }
@@ -69,6 +81,10 @@ func (r EndReason) String() string {
 		return "socket failure"
 	case EndPeerStop:
 		return "stopped by the peer before the end time"
+	case EndPeerGone:
+		return "peer port unreachable"
+	case EndUnverified:
+		return "peer never confirmed receipt"
 	}
 	return "unknown"
 }

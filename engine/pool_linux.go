@@ -120,7 +120,7 @@ func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolCo
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &PoolConn{coreState: coreState{sock: sock, core: core, onEvent: onEvent}, done: make(chan struct{}), cancelFd: -1}
+	c := &PoolConn{coreState: newCoreState(sock, core, onEvent), done: make(chan struct{}), cancelFd: -1}
 	c.hn.pos = -1
 	return c
 }
