@@ -621,8 +621,9 @@ func (c *Conn) PeerRefused(n int) {
 		return
 	}
 	if c.p.Server && c.stopping {
-		// The test ran its time; the client left before confirming.
-		c.end(EndStopped)
+		// The server was stopping (its end time, or a shutdown); the
+		// client left before confirming.
+		c.end(c.stopCause)
 		return
 	}
 	c.warn(0, fmt.Sprintf("ERROR: Test Connection ended early: the peer's port is unreachable (%d ICMP port unreachable, nothing received in between)", c.refused), true)
