@@ -351,12 +351,12 @@ func TestPeerRefused(t *testing.T) {
 		t.Errorf("no warning before the end: %+v", w)
 	}
 
-	// A server whose test time is over takes a client gone without
-	// confirming as a completed test.
+	// A stopping server (here by a shutdown: Stop) takes a client gone
+	// without confirming as the end it was heading for.
 	s := NewConn(hostileParams(true, false, AutoRateIndex), hostileStart)
 	s.Stop()
 	s.PeerRefused(RefusedLimit)
-	if evs := s.Events(); !s.Done() || evs[len(evs)-1].End != EndStopped {
+	if evs := s.Events(); !s.Done() || evs[len(evs)-1].End != EndLocalStop {
 		t.Errorf("stopping server: %+v", evs)
 	}
 }
