@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func testClientConfig() ClientConfig {
@@ -242,7 +243,7 @@ func TestJunkIsCheap(t *testing.T) {
 		{"wrong identifier", make([]byte, SetupLen), 1},
 		{"over the rate", limited, 0},
 	} {
-		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
+		if n := race.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
 			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
 		}
 	}

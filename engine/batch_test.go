@@ -8,6 +8,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func TestSendRecvBatch(t *testing.T) {
@@ -138,7 +139,7 @@ func TestBatchAllocs(t *testing.T) {
 	fillPlan(&sb, 1, 0, lens(20, 1222, 100)...)
 	for _, random := range []bool{false, true} {
 		sb.RandomFill = random
-		allocs := testing.AllocsPerRun(200, func() {
+		allocs := race.AllocsPerRun(200, func() {
 			if _, err := a.SendBatch(&sb); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // fakeCore sends one datagram every interval until end, counts what it
@@ -375,7 +376,7 @@ func TestConnTurnAllocs(t *testing.T) {
 	for range 20 {
 		step()
 	}
-	allocs := testing.AllocsPerRun(500, step)
+	allocs := race.AllocsPerRun(500, step)
 	st := c.Stats()
 	t.Logf("allocs per turn %v; core sent %d, received %d; stats %+v", allocs, core.sentOK, core.received.Load(), st)
 	if allocs != 0 {

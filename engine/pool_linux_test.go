@@ -12,6 +12,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/race"
 	"golang.org/x/sys/unix"
 )
 
@@ -315,7 +316,7 @@ func TestPoolTurnAllocs(t *testing.T) {
 	for range 50 {
 		step()
 	}
-	allocs := testing.AllocsPerRun(500, step)
+	allocs := race.AllocsPerRun(500, step)
 	var sent, recv int64
 	for _, c := range cores {
 		sent += int64(c.sentOK)
