@@ -21,6 +21,26 @@ func eagainOnce(a *Socket) *atomic.Bool {
 	return &arm
 }
 
+// acceptPartly makes each send call of s take only accept(n) of the n
+// datagrams it offers and refuse the rest with EAGAIN, as a full send
+// buffer does; the executor then defers them. s must be without GSO, so
+// that a message is a datagram. Only the executor's goroutine sends.
+func acceptPartly(_ *testing.T, s *Socket, accept func(n int) int) {
+	refuse := false // the rest of a partly taken plan is refused
+	s.sys.sendFn = func(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
+		if refuse {
+			refuse = false
+			return 0, unix.EAGAIN
+		}
+		k := min(accept(len(msgs)), len(msgs))
+		if k <= 0 {
+			return 0, unix.EAGAIN
+		}
+		refuse = k < len(msgs)
+		return sendmmsg(fd, msgs[:k])
+	}
+}
+
 // TestNoSpinAfterEAGAIN: one EAGAIN must not leave an executor asking for
 // POLLOUT on a writable socket turn after turn. The wake-ups over 50 ms
 // after it stay of the order of those before it (a spin made hundreds to
