@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
 )
 
 // Test helpers. A SendBuffer's slot writer is unexported in dataphase, but
@@ -94,12 +95,12 @@ func loopbackOf(s *Socket) netip.AddrPort {
 	return a
 }
 
-// recvAll reads with RecvBatch until want datagrams came or 2 s passed,
-// calling f for each batch.
+// recvAll reads with RecvBatch until want datagrams came or
+// await.Deadline passed, calling f for each batch.
 func recvAll(t *testing.T, s *Socket, b *dataphase.RecvBatch, want int, f func(b *dataphase.RecvBatch)) int {
 	t.Helper()
 	got := 0
-	end := time.Now().Add(2 * time.Second)
+	end := time.Now().Add(await.Deadline)
 	for got < want && time.Now().Before(end) {
 		if err := s.RecvBatch(b, dataphase.MaxRecv); err != nil {
 			t.Fatal(err)
