@@ -14,9 +14,10 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The test runs save their go test -json streams here for skipreport.
 REPORTDIR ?= bin/testreport
 TESTREPORT = $(GO) run ./internal/testreport
-# The lab's timing-bound checks: tests named TestLab* (they call
-# netlab.LabOnly, which skips them unless UDPSTP_LAB=1).
-LABRUN    ?= ^TestLab
+# The lab's timing-bound checks: the tests that call netlab.LabOnly, which
+# skips them unless UDPSTP_LAB=1: those named TestLab*, and the impairment
+# lab's.
+LABRUN    ?= ^(TestLab|TestImpairLab|TestRelayBaseline)
 
 # A pipeline fails when go test does, not only when its last command does.
 SHELL       := /bin/bash
@@ -61,8 +62,9 @@ race:
 	$(GO) test -race -short -count=1 -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/race.json
 
 # lab: the timing-bound checks: the network lab's accuracy and throughput
-# (cmd/udpstp TestLab), fixed rows on loopback, tbf's own rate, and, with
-# UDPST_BIN, the maxima against OB-UDPST's. Root, ip, tc and nft; one
+# (cmd/udpstp TestLab), the impairment lab (TestImpairLab, and the relay's
+# baseline), fixed rows on loopback, tbf's own rate, and, with UDPST_BIN,
+# the maxima against OB-UDPST's. Root, ip, tc and nft; one
 # package at a time, so that no lab shares the CPUs with another. Each
 # case is allowed one retry, inside the test.
 lab:
