@@ -171,6 +171,7 @@ func (r *run) add(line []byte, out io.Writer) {
 	case "fail":
 		if e.Test == "" {
 			r.failedPkgs++
+			r.flushUnfinished(e.Package, out)
 			return
 		}
 		r.failed++
@@ -186,6 +187,28 @@ func (r *run) add(line []byte, out io.Writer) {
 		}
 		r.skipped[e.Package] = append(r.skipped[e.Package], e.Test)
 		r.reasons[k] = skipReason(r.output[k])
+		delete(r.output, k)
+	}
+}
+
+// flushUnfinished prints the output of pkg's tests that never ended: a
+// test binary that panicked or timed out (the panic and its goroutines are
+// in the output of whichever test was running) ends its package with a
+// failure and no end for them.
+func (r *run) flushUnfinished(pkg string, out io.Writer) {
+	var keys []string
+	for k := range r.output {
+		if strings.HasPrefix(k, pkg+"\x00") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, l := range r.output[k] {
+			if !strings.HasPrefix(l, "=== ") {
+				fmt.Fprint(out, l)
+			}
+		}
 		delete(r.output, k)
 	}
 }

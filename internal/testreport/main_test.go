@@ -144,3 +144,23 @@ func TestSummary(t *testing.T) {
 		t.Errorf("the closing line is not last:\n%s", got)
 	}
 }
+
+// TestTimeoutShown: a binary that times out ends its package with a
+// failure and no end for the running tests; their output (the panic) is
+// shown.
+func TestTimeoutShown(t *testing.T) {
+	in := stream(
+		[4]string{"run", "p/a", "TestHang", ""},
+		[4]string{"output", "p/a", "TestHang", "=== RUN   TestHang"},
+		[4]string{"output", "p/a", "TestHang", "panic: test timed out after 10m0s"},
+		[4]string{"output", "p/a", "", "FAIL\tp/a\t600.1s"},
+		[4]string{"fail", "p/a", "", ""},
+	)
+	var out strings.Builder
+	if code := runFilter(strings.NewReader(in), &out, ""); code != 1 {
+		t.Errorf("exit %d after a timeout", code)
+	}
+	if !strings.Contains(out.String(), "panic: test timed out after 10m0s") {
+		t.Errorf("the timeout's panic not shown:\n%s", out.String())
+	}
+}
