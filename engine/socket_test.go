@@ -47,7 +47,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			buf := make([]byte, 100)
-			n, from, err := srv.RecvFrom(buf, time.Now().Add(2*time.Second))
+			n, from, err := srv.RecvFrom(buf, time.Now().Add(await.Deadline))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestRoundTrip(t *testing.T) {
 			if err := srv.Send([]byte("response")); err != nil {
 				t.Fatal(err)
 			}
-			n, from2, err := cli.RecvFrom(buf, time.Now().Add(2*time.Second))
+			n, from2, err := cli.RecvFrom(buf, time.Now().Add(await.Deadline))
 			if err != nil {
 				t.Fatal(err)
 			}
