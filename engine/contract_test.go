@@ -174,6 +174,14 @@ func subsOf(evs []dataphase.Event) []dataphase.SubIntervalResult {
 // TestContractComplete: a whole short test each way completes with the
 // stop handshake on both ends and every Sub-Interval, without sequence
 // errors on a clean path.
+//
+// The rate is a fixed row 20 (20 Mbit/s): the contract does not depend on
+// the rate, and at a searched rate a receiver that a busy machine starves
+// overflows its socket buffer, which is loss no executor causes (4 MB hold
+// 1.6 s at row 20). Each Sub-Interval closes at the first Status PDU after
+// its period, so a receiver whose Status PDUs a busy machine makes late
+// drifts, and its last Sub-Interval can fall past the stop: the simulator
+// must report all four, a real executor three or four.
 func TestContractComplete(t *testing.T) {
 	for _, x := range executors {
 		for _, up := range []bool{false, true} {
@@ -183,14 +191,17 @@ func TestContractComplete(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				st := x.start()
-				client := dataphase.NewConn(coreParams(up, false, 2*time.Second), st)
-				server := dataphase.NewConn(coreParams(up, true, 2*time.Second), st)
+				cp, sp := coreParams(up, false, 2*time.Second), coreParams(up, true, 2*time.Second)
+				cp.SRIndexConf, sp.SRIndexConf = 20, 20
+				client := dataphase.NewConn(cp, st)
+				server := dataphase.NewConn(sp, st)
 				cEv, sEv := x.run(t, client, server, runOpts{limit: 8 * time.Second})
 				if c, s := endOf(cEv), endOf(sEv); c != dataphase.EndStopped || s != dataphase.EndStopped {
 					t.Fatalf("ends: client %v server %v", c, s)
 				}
 				subs := subsOf(cEv)
-				if len(subs) != 4 {
+				_, simulated := x.(simExecutor)
+				if len(subs) > 4 || len(subs) < 3 || simulated && len(subs) != 4 {
 					t.Fatalf("%d Sub-Intervals, want 4", len(subs))
 				}
 				for _, r := range subs {
@@ -262,7 +273,9 @@ func (p *probe) Sent(n int) {
 
 func (p *probe) Receive(b *dataphase.RecvBatch) {
 	if p.real {
-		if d := time.Now().UnixNano() - b.Pair.Wall; d < 0 || d > int64(time.Second) {
+		// On the wall clock, not the raw one (decades apart); how long
+		// ago is the scheduler's.
+		if d := time.Now().UnixNano() - b.Pair.Wall; d < 0 || d > int64(time.Minute) {
 			p.wallOff++
 		}
 	}
@@ -278,11 +291,11 @@ func (p *probe) Receive(b *dataphase.RecvBatch) {
 		}
 		p.gotSeq = seq
 		p.got++
-		// Kernel receive times are CLOCK_REALTIME converted through a clock
-		// pair, and the two clocks of a pair are read a few hundred
-		// nanoseconds apart: allow that much either side, no more.
-		const slack = clock.Time(50 * time.Microsecond)
-		if tm := b.Dgrams[i].Time; tm < sentAt-slack || tm > b.Pair.Mono+slack {
+		// Kernel receive times are CLOCK_REALTIME converted through the
+		// batch's clock pair: off by the pair's width and by how far the
+		// two clocks ran apart since the datagram arrived (receiveSlack).
+		tm := b.Dgrams[i].Time
+		if slack := receiveSlack(b.Pair.Mono - tm); tm < sentAt-slack || tm > b.Pair.Mono+slack {
 			p.domain++
 			p.t.Logf("datagram %d: received %v after its send time, %v before the batch pair", seq, tm.Sub(sentAt), b.Pair.Mono.Sub(tm))
 		}

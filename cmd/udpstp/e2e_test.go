@@ -384,11 +384,23 @@ func checkComplete(t *testing.T, r testResult, code int, out string, subs int) {
 	if code != 0 || r.Output.Status != "Complete" {
 		t.Fatalf("test did not complete: status %d %q\n%s", code, r.ErrorMessage, out)
 	}
-	if n := len(r.Output.IncrementalResult); n != subs {
-		t.Errorf("%d Sub-Intervals, want %d", n, subs)
-	}
+	checkSubIntervals(t, len(r.Output.IncrementalResult), subs)
 	if r.Output.AtMax.MaxIPLayerCapacity <= 0 {
 		t.Errorf("maximum %.2f Mbps", r.Output.AtMax.MaxIPLayerCapacity)
+	}
+}
+
+// checkSubIntervals checks that a test reported its want Sub-Intervals,
+// or all but the last. Each Sub-Interval closes at the receiver's first
+// Status PDU after its period (as OB-UDPST's do), so when a busy machine
+// makes those late the receiver's timeline drifts, and the last one can
+// fall past the stop: that is the machine, not a lost result.
+func checkSubIntervals(t *testing.T, n, want int) {
+	t.Helper()
+	if n > want || n < want-1 {
+		t.Errorf("%d Sub-Intervals, want %d", n, want)
+	} else if n < want {
+		t.Logf("%d Sub-Intervals of %d: the last fell past the stop", n, want)
 	}
 }
 
@@ -699,9 +711,7 @@ func TestMultiConnection(t *testing.T) {
 			if r.Input.NumberOfHosts != c.hosts || len(r.Input.HostList) != c.hosts || r.Input.NumberOfConnections != c.conns {
 				t.Errorf("hosts %d (%d listed), connections %d", r.Input.NumberOfHosts, len(r.Input.HostList), r.Input.NumberOfConnections)
 			}
-			if n := len(r.Output.IncrementalResult); n != 5 {
-				t.Errorf("%d Sub-Intervals, want 5", n)
-			}
+			checkSubIntervals(t, len(r.Output.IncrementalResult), 5)
 			if r.Output.AtMax.ActiveConnections != c.active {
 				t.Errorf("%d active connections at the maximum, want %d", r.Output.AtMax.ActiveConnections, c.active)
 			}
