@@ -171,6 +171,14 @@ func receive(c *net.UDPConn, limit int, idle time.Duration, sent <-chan struct{}
 	return got, nil
 }
 
+// alreadySent is the sent signal of receive for a sender that has finished,
+// or that the caller does not follow: silence ends the receiving at once.
+var alreadySent = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // exchange sends b from src to dst's address while dst receives, and
 // returns what arrived and how many were sent.
 func exchange(t *testing.T, b blast, src, dst *net.UDPConn) ([]arrival, int) {

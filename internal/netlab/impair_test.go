@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // These tests need no root: the relay's decisions and its delay line are
@@ -291,7 +293,7 @@ func TestRelayPathDoesNotAllocate(t *testing.T) {
 		Loss: GilbertElliott{P: 1, R: 10, LossBad: 100}}, 1, Up)
 	p := packet(false, loadPDUID, 0, false)
 	var now int64
-	allocs := testing.AllocsPerRun(10000, func() {
+	allocs := race.AllocsPerRun(10000, func() {
 		now += 100e3 // at most 4 ms of delay: about 40 packets queued
 		s, ok := d.take()
 		if !ok {

@@ -67,7 +67,7 @@ type seen struct {
 // receiveStream collects the stream on c until idle.
 func receiveStream(t *testing.T, c *net.UDPConn, limit int) *seen {
 	t.Helper()
-	got, err := receive(c, limit, time.Second, time.Now().Add(60*time.Second))
+	got, err := receive(c, limit, time.Second, alreadySent, time.Now().Add(60*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestRelayCountsItsOwnDrops(t *testing.T) {
 	for range 100 {
 		send(t, cli, string(payload), addrPort(srv))
 	}
-	got, err := receive(srv, 100, time.Second, time.Now().Add(10*time.Second))
+	got, err := receive(srv, 100, time.Second, alreadySent, time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
