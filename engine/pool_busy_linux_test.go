@@ -14,7 +14,7 @@ func TestPoolBusy(t *testing.T) {
 	defer p.Close()
 	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 	c := p.Run(a, newFakeCore(time.Millisecond, 50*time.Millisecond), nil)
-	waitDone(t, c, 5*time.Second)
+	waitDone(t, c)
 	st := p.Stats()
 	elapsed := time.Since(start)
 	t.Logf("stats %+v after %v", st, elapsed)
