@@ -1,16 +1,17 @@
 package engine
 
 import (
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
 )
 
 // The kernel receive timestamp is the arrival, not the read: a datagram
