@@ -276,16 +276,6 @@ func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, h *LoadHeader
 	buf.Dgrams[i] = OutDatagram{HdrLen: LoadHeaderLen, Len: l}
 }
 
-// planBytes returns the UDP payload bytes of datagrams [from, to) of the
-// plan last written.
-func (s *sender) planBytes(from, to int) int64 {
-	var b int64
-	for i := from; i < min(to, s.planN); i++ {
-		b += int64(s.plan[i].len)
-	}
-	return b
-}
-
 // deferredBytes returns the UDP payload bytes waiting to be sent again.
 func (s *sender) deferredBytes() int64 {
 	var b int64
