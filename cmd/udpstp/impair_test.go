@@ -605,8 +605,9 @@ func serverKillCase(t *testing.T) {
 	}
 }
 
-// clientKillCase: the client dies (SIGKILL) mid-test; the server's
-// watchdog frees the test 3 s later, logs why, and serves the next one.
+// clientKillCase: the client dies (SIGKILL) mid-test; the server frees
+// the test within 3 s (by its watchdog, or sooner by the ICMP refusals
+// of the dead port), logs why, and serves the next one.
 func clientKillCase(t *testing.T) {
 	impairTest(t)
 	l := faultLab(t)
@@ -621,8 +622,14 @@ func clientKillCase(t *testing.T) {
 	took := srv.waitIdle(t, from, 3*time.Second+2*time.Second+watchdogSlack()) // STATUS= comes every 2 s
 	t.Logf("client killed %v into the test; the server was idle %v later; reasons %q",
 		killed.Sub(c.started).Round(10*time.Millisecond), took.Round(10*time.Millisecond), faultReasons(srv.p))
-	if rs := faultReasons(srv.p); len(rs) != 1 || rs[0] != dataphase.EndWatchdog.String() {
-		t.Errorf("server's reasons %q, want %q", rs, dataphase.EndWatchdog.String())
+	// Which of the two ends it is depends on the path, not on us: where the
+	// client's kernel answers the server's Status PDUs with ICMP port
+	// unreachable and the path carries it back, the server ends at the
+	// third refusal (EndPeerGone, well under 3 s); where nothing comes
+	// back, the watchdog ends it at 3 s. Both free the slot in time.
+	rs := faultReasons(srv.p)
+	if len(rs) != 1 || (rs[0] != dataphase.EndWatchdog.String() && rs[0] != dataphase.EndPeerGone.String()) {
+		t.Errorf("server's reasons %q, want %q or %q", rs, dataphase.EndWatchdog.String(), dataphase.EndPeerGone.String())
 	}
 	servesNext(t, l, "the next test after a killed client")
 }
