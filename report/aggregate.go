@@ -124,7 +124,9 @@ func (c *Collector) emit(wall int64) {
 		})
 	}
 	c.res.skips.sum(&a.skips)
-	if a.skips.any() {
+	// -s: no Sub-Interval lines, ours included, and no per-Sub-Interval
+	// list in JSON (the totals stay).
+	if a.skips.any() && !c.opt.NoSubInt {
 		c.res.skipList = append(c.res.skipList, skipInterval{Interval: n, F: a.skips})
 		if c.text() && a.skips.Bursts > 0 {
 			c.write(skipLine(c.prefix(0), n, &a.skips))

@@ -265,14 +265,16 @@ func (r *results) extension() *jobj {
 		addSkips(o, &r.skips)
 		o.int("PlannedDatagrams", int64(r.skips.Planned))
 		o.int("SentDatagrams", int64(r.skips.Delivered))
-		list := jarr{}
-		for i := range r.skipList {
-			e := &jobj{}
-			e.int("Interval", int64(r.skipList[i].Interval))
-			addSkips(e, &r.skipList[i].F)
-			list = append(list, e)
+		if len(r.skipList) > 0 { // none with -s
+			list := jarr{}
+			for i := range r.skipList {
+				e := &jobj{}
+				e.int("Interval", int64(r.skipList[i].Interval))
+				addSkips(e, &r.skipList[i].F)
+				list = append(list, e)
+			}
+			o.add("Intervals", list)
 		}
-		o.add("Intervals", list)
 	}
 	if r.connsShown() {
 		o.add("Connections", r.connsArray())
