@@ -125,6 +125,11 @@ type TrialInfo struct {
 	DeltaTimeUs        uint32
 	Index              int // the server's row after adjustment, -1 on a client
 	Sent               bool
+	// SendRate is the Load Sender's row after the Status PDU (a client's
+	// upstream: the row the server just assigned), for a progress line;
+	// SendRateSet is false where this end receives the load.
+	SendRate    SendingRate
+	SendRateSet bool
 }
 
 // Event is what a core reports to its executor. Events are rare (a few per
