@@ -53,7 +53,7 @@ func TestInterfaceRate(t *testing.T) {
 		" [900.00]\nSub-Interval[3]",
 		" [700.00]\nDownstream Summary", // Sub-Interval 3
 		" [700.00]\nDownstream Minimum", // the Summary: the average of 500, 900, 700
-		" [700.00], Mbps(L2/Eth)",        // the Maximum: the traffic's, Sub-Interval 3's
+		" [700.00], Mbps(L2/Eth)",       // the Maximum: the traffic's, Sub-Interval 3's
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("-E text lacks %q:\n%s", want, text)
@@ -134,7 +134,9 @@ func TestOnInterval(t *testing.T) {
 		if noSub {
 			continue
 		}
-		var doc struct{ Output struct{ IncrementalResult []json.RawMessage } }
+		var doc struct {
+			Output struct{ IncrementalResult []json.RawMessage }
+		}
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
@@ -145,4 +147,3 @@ func TestOnInterval(t *testing.T) {
 		}
 	}
 }
-
