@@ -73,8 +73,11 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if format == report.FormatText {
 		r.col.Banner("udpstp", o.Version)
 	}
-	status := r.run(ctx)
-	if cfg.OutputFile != "" {
+	status, outputBad := r.begin(ctx)
+	if r.iface != nil {
+		r.iface.close()
+	}
+	if cfg.OutputFile != "" && !outputBad {
 		f := format
 		if !f.IsJSON() {
 			f = report.FormatJSONFormatted
@@ -86,8 +89,30 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 			}
 		}
 	}
-	r.emit(Event{Kind: EventEnd, Conn: -1, Status: status})
+	if r.o.Observe != nil {
+		f := format
+		if !f.IsJSON() {
+			f = report.FormatJSON
+		}
+		r.emit(Event{Kind: EventEnd, Conn: -1, Status: status, Document: r.col.Document(f)})
+	}
 	return status
+}
+
+// begin checks the run's files (files.go) and, if they are fine, runs the
+// test; a file that is not is the run's error, before any Setup Request.
+// outputBad: the result file cannot be written.
+func (r *run) begin(ctx context.Context) (status int, outputBad bool) {
+	msg, outputBad := r.preflight()
+	if msg == "" {
+		return r.run(ctx), false
+	}
+	r.col.Error(report.StatusInit, msg)
+	r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusInit, Text: msg})
+	if err := r.col.Finish(); err != nil {
+		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
+	}
+	return r.col.ErrorStatus(), outputBad
 }
 
 // newMCIdent draws the run's multi-connection ID, which every Test
