@@ -345,11 +345,7 @@ func (r *run) debugLine(c *connState, tr *dataphase.TrialInfo) {
 	if tr.RTTVarSample != dataphase.NoDelay {
 		rtt = int64(tr.RTTVarSample)
 	}
-	hdr := uint64(dataphase.L3Overhead(c.cc.Params.IPv6))
-	mbps := 0.0
-	if tr.DeltaTimeUs > 0 {
-		mbps = float64((uint64(tr.Datagrams)*hdr+uint64(tr.Bytes))*8) / float64(tr.DeltaTimeUs)
-	}
+	mbps := tr.L3Mbps(c.cc.Params.IPv6)
 	owdMin := tr.DelayVarMin
 	if owdMin == dataphase.NoDelay {
 		owdMin = 0

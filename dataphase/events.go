@@ -132,6 +132,15 @@ type TrialInfo struct {
 	SendRateSet bool
 }
 
+// L3Mbps is the Trial Interval's received rate at L3 (UDP payload plus
+// the UDP and IP headers), 0 without a duration.
+func (t *TrialInfo) L3Mbps(ipv6 bool) float64 {
+	if t.DeltaTimeUs == 0 {
+		return 0
+	}
+	return float64((uint64(t.Datagrams)*uint64(L3Overhead(ipv6))+uint64(t.Bytes))*8) / float64(t.DeltaTimeUs)
+}
+
 // Event is what a core reports to its executor. Events are rare (a few per
 // second), so they may carry strings.
 type Event struct {
