@@ -130,7 +130,7 @@ var options = []option{
 	{name: "show-rates", letter: "S", role: forBoth, category: catOutput,
 		usage: "print the sending rate table (as udpstp rates does, honouring -j -T -6) and exit"},
 	{name: "export", letter: "O", role: forBoth, kind: text, category: catOutput,
-		usage: "export received load metadata, OB-UDPST's CSV, to `[+]file` ('+': every Load PDU, not just those with an RTT sample); #i #c #I #l #r #s #d #M #D #H #p #E and strftime conversions expanded; downstream only",
+		usage:    "export received load metadata, OB-UDPST's CSV, to `[+]file` ('+': every Load PDU, not just those with an RTT sample); #i #c #I #l #r #s #d #M #D #H #p #E and strftime conversions expanded; downstream only",
 		srvUsage: "export received load metadata to `[+]file` (not supported yet on the server)", unsupported: forServer},
 	{name: "bandwidth", letter: "B", role: forBoth, kind: decimal, lo: 0, hi: control.MaxClientBandwidth, srvHi: control.MaxServerBandwidth, category: catTest,
 		usage: "bandwidth the test needs in `Mbps`, required by a server that has --bandwidth (0-32767)", def: "0 = none",
