@@ -19,13 +19,13 @@ import (
 
 // badPaths are file names that cannot be written, each with what the
 // message must say.
-func badPaths(t *testing.T) (dir string, cases map[string]string) {
-	dir = t.TempDir()
+func badPaths(t *testing.T) map[string]string {
+	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, map[string]string{
+	return map[string]string{
 		filepath.Join(dir, "missing", "f"): "no such file or directory",
 		filepath.Join(plain, "f"):          "not a directory",
 		dir:                                "is a directory",
@@ -59,7 +59,7 @@ func runQuick(t *testing.T, env []string, args ...string) (int, string, string) 
 func TestClientFilesCheckedFirst(t *testing.T) {
 	processTest(t)
 	port := freePort(t, "127.0.0.1") // nothing listens: a Setup Request would time out
-	_, paths := badPaths(t)
+	paths := badPaths(t)
 	type tc struct {
 		args []string
 		want string
@@ -91,7 +91,7 @@ func TestClientFilesCheckedFirst(t *testing.T) {
 // listens, for each kind of bad path; the ones that would pass are fine.
 func TestServerFilesCheckedFirst(t *testing.T) {
 	processTest(t)
-	_, paths := badPaths(t)
+	paths := badPaths(t)
 	for p, why := range paths {
 		port := freePort(t, "127.0.0.1")
 		for _, c := range [][]string{{"-G", p}, {"-x", "-l", p}} {

@@ -154,19 +154,7 @@ type uxJSON struct {
 // Ethernet frames); -M's maximum the interface's; the text lines' shapes.
 // OB-UDPST's files and lines are the reference for the shapes and counts.
 func TestLabExportInterface(t *testing.T) {
-	if err := netlab.Available(); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("network lab: real tests (skipped with -short)")
-	}
-	takeAllSlots(t)
-	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
-	if b := optionalUdpstBin(t); b != "" {
-		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
-	} else {
-		t.Log("UDPST_BIN is not set: udpstp only, against its own expectations")
-	}
+	impls := labImpls(t)
 	const secs, row = 5, 50 // row 50: 50 Mbit/s of 1250-byte IP packets
 	type result struct {
 		all, rtt exportFile
