@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo man completion clean
+.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
 
 all: build
 
@@ -58,7 +58,7 @@ crossbuild:
 # units name man:udpstp(1), which is installed only with the package
 # (make deb-install-check verifies the installed units with it).
 SYSTEMD_EXPOSURE_MAX ?= 20
-systemd-check: build
+systemd-check: build systemd-check-test-units
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
 		echo "systemd-check: systemd-analyze not found: apt-get install systemd (.ci/run does)"; exit 1; }
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
@@ -69,6 +69,22 @@ systemd-check: build
 	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
 		contrib/systemd/udpstp.service >"$$d/security.txt" 2>&1; then \
 		cat "$$d/security.txt"; echo "systemd-check: exposure above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
+	grep 'Overall exposure level' "$$d/security.txt"
+
+# systemd-check-test-units: the client's hourly test (udpstp-test.service,
+# udpstp-test.timer, writing node_exporter's textfile) passes the same
+# checks as the server's unit.
+systemd-check-test-units: build
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+		echo "systemd-check: systemd-analyze not found: apt-get install systemd (.ci/run does)"; exit 1; }
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed 's|^ExecStart=/usr/bin/udpstp|ExecStart=$(CURDIR)/$(BIN)|' contrib/systemd/udpstp-test.service >"$$d/udpstp-test.service"; \
+	cp contrib/systemd/udpstp-test.timer "$$d/"; \
+	systemd-analyze verify "$$d/udpstp-test.service" "$$d/udpstp-test.timer"; \
+	echo "systemd-analyze verify: udpstp-test.service udpstp-test.timer OK"; \
+	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
+		contrib/systemd/udpstp-test.service >"$$d/security.txt" 2>&1; then \
+		cat "$$d/security.txt"; echo "systemd-check: exposure of udpstp-test.service above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
 	grep 'Overall exposure level' "$$d/security.txt"
 
 # bench: the Go benchmarks of every package, then the whole-system ones in

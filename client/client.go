@@ -56,8 +56,9 @@ const DefaultEndGrace = 4 * time.Second
 // Run runs one test and returns its ErrorStatus, which the binary makes
 // its exit status. The report goes to Out (text or JSON, cfg.Format) and,
 // with cfg.OutputFile, a JSON document to that file, written atomically
-// whatever happens, also after an interrupt (ctx cancelled); a file that
-// cannot be written makes a successful run's status report.StatusInit.
+// whatever happens, also after an interrupt (ctx cancelled), and with
+// cfg.TextFile the same result for node_exporter; a file that cannot be
+// written makes a successful run's status report.StatusInit.
 func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -73,11 +74,11 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if format == report.FormatText {
 		r.col.Banner("udpstp", o.Version)
 	}
-	status, outputBad := r.begin(ctx)
+	status, bad := r.begin(ctx)
 	if r.iface != nil {
 		r.iface.close()
 	}
-	if cfg.OutputFile != "" && !outputBad {
+	if cfg.OutputFile != "" && !bad.output {
 		f := format
 		if !f.IsJSON() {
 			f = report.FormatJSONFormatted
@@ -88,6 +89,9 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 				status = report.StatusInit
 			}
 		}
+	}
+	if cfg.TextFile != "" && !bad.textfile {
+		status = writeTextfile(cfg, r.col.Document(report.FormatJSON), status, o.Stderr)
 	}
 	if r.o.Observe != nil {
 		f := format
@@ -101,18 +105,18 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 
 // begin checks the run's files (files.go) and, if they are fine, runs the
 // test; a file that is not is the run's error, before any Setup Request.
-// outputBad: the result file cannot be written.
-func (r *run) begin(ctx context.Context) (status int, outputBad bool) {
-	msg, outputBad := r.preflight()
+// bad: the result files that cannot be written.
+func (r *run) begin(ctx context.Context) (status int, bad badFiles) {
+	msg, bad := r.preflight()
 	if msg == "" {
-		return r.run(ctx), false
+		return r.run(ctx), bad
 	}
 	r.col.Error(report.StatusInit, msg)
 	r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusInit, Text: msg})
 	if err := r.col.Finish(); err != nil {
 		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
-	return r.col.ErrorStatus(), outputBad
+	return r.col.ErrorStatus(), bad
 }
 
 // newMCIdent draws the run's multi-connection ID, which every Test

@@ -11,36 +11,44 @@ import (
 
 // What a run reads and writes besides the network, checked before the
 // first Setup Request so that a wrong path fails at once rather than at
-// the end of an hour's test: the result file (--output), the export file
-// (-O) and the interface counters (-E).
+// the end of an hour's test: the result file (--output), the textfile
+// (--textfile), the export file (-O) and the interface counters (-E).
+
+// badFiles are the run's result files that failed the check: they are
+// not written at the end either.
+type badFiles struct{ output, textfile bool }
 
 // preflight checks the run's files; it returns the message of the first
-// problem ("" if none) and whether it was the result file, which then is
-// not written at the end either.
-func (r *run) preflight() (msg string, outputBad bool) {
+// problem ("" if none) and which result file it was.
+func (r *run) preflight() (msg string, bad badFiles) {
 	if f := r.cfg.OutputFile; f != "" {
 		if err := report.CheckWritable(f); err != nil {
-			return fmt.Sprintf("FOPEN ERROR: %v (--output)", err), true
+			return fmt.Sprintf("FOPEN ERROR: %v (--output)", err), badFiles{output: true}
+		}
+	}
+	if f := r.cfg.TextFile; f != "" {
+		if err := report.CheckWritable(f); err != nil {
+			return fmt.Sprintf("FOPEN ERROR: %v (--textfile)", err), badFiles{textfile: true}
 		}
 	}
 	if p := r.cfg.ExportFile; p != "" && !r.cfg.Upstream {
 		if r.connMax > 1 && !exportUnique(p) {
-			return fmt.Sprintf("ERROR: Export file name '%s' is the same for all %d Test Connections: add #i or #d (-O)", p, r.connMax), false
+			return fmt.Sprintf("ERROR: Export file name '%s' is the same for all %d Test Connections: add #i or #d (-O)", p, r.connMax), bad
 		}
 		if name, ok := r.exportProbe(p); ok {
 			if err := report.CheckWritable(name); err != nil {
-				return fmt.Sprintf("FOPEN ERROR: %v (-O)", err), false
+				return fmt.Sprintf("FOPEN ERROR: %v (-O)", err), bad
 			}
 		}
 	}
 	if r.cfg.Interface != "" {
 		f, err := openIface(r.cfg.Interface, r.cfg.Upstream)
 		if err != nil {
-			return err.Error(), false
+			return err.Error(), bad
 		}
 		r.iface = f
 	}
-	return "", false
+	return "", bad
 }
 
 // exportProbe is the export file name of the first Test Connection as far

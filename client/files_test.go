@@ -28,6 +28,7 @@ func TestRunFailsBeforeTheTest(t *testing.T) {
 			"FOPEN ERROR: cannot create a file in " + filepath.Join(dir, "no") + "/: no such file or directory (--output)"},
 		{"output through a file", func(c *control.ClientConfig) { c.OutputFile = filepath.Join(plain, "r.json") }, "not a directory (--output)"},
 		{"output is a directory", func(c *control.ClientConfig) { c.OutputFile = dir }, "is a directory (--output)"},
+		{"textfile is a directory", func(c *control.ClientConfig) { c.TextFile = dir }, "is a directory (--textfile)"},
 		{"export in a missing directory", func(c *control.ClientConfig) { c.ExportFile = filepath.Join(dir, "no", "x_%Y.csv") },
 			"no such file or directory (-O)"},
 		{"export name shared by connections", func(c *control.ClientConfig) {

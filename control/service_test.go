@@ -231,9 +231,13 @@ func TestDataPhaseEventsCounted(t *testing.T) {
 // a unique snake_case name and help text, and the value counted.
 func TestSnapshotEach(t *testing.T) {
 	s := &Server{}
+	s.adm.maxBW, s.adm.maxConns = 1000, 7
+	s.adm.used = [2]int{300, 0}
 	s.Counters.Add(CountAuthTime)
 	s.Counters.reject(SetupCapExceeded)
-	s.Counters.end(dataphase.EndWatchdog)
+	s.Counters.end(false, dataphase.EndWatchdog)
+	s.Counters.end(true, dataphase.EndStopped)
+	s.Counters.end(true, dataphase.EndStopped)
 	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}})
 	s.Counters.runningUp.Add(1)
 	n := s.Snapshot()
@@ -242,7 +246,7 @@ func TestSnapshotEach(t *testing.T) {
 	count := 0
 	n.Each(func(m Metric) {
 		count++
-		key := m.Name + "{" + m.Label + "=" + m.LabelValue + "}"
+		key := m.Name + "{" + m.Direction + "," + m.Label + "=" + m.LabelValue + "}"
 		if _, dup := values[key]; dup {
 			t.Errorf("%s listed twice", key)
 		}
@@ -254,20 +258,26 @@ func TestSnapshotEach(t *testing.T) {
 	if err := dataphase.CheckCounterInfo(infos); err != nil {
 		t.Error(err)
 	}
-	labelled := int(numSetupCodes-SetupBadVersion) + int(dataphase.NumEndReasons-dataphase.EndStopped)
-	if want := 5 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
+	labelled := int(numSetupCodes-SetupBadVersion) + numDirs*int(dataphase.NumEndReasons-dataphase.EndStopped)
+	if want := 8 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
 		t.Errorf("%d values listed, want %d", count, want)
 	}
 	for _, c := range []struct {
 		key  string
 		want uint64
 	}{
-		{"auth_time_failures{=}", 1},
-		{"setup_rejected{code=10}", 1},
-		{"setup_rejected{code=2}", 0},
-		{"tests_ended{reason=watchdog}", 1},
-		{"tx_loss{=}", 7},
-		{"running_upstream{=}", 1},
+		{"auth_time_failures{,=}", 1},
+		{"setup_rejected{,code=10}", 1},
+		{"setup_rejected{,code=2}", 0},
+		{"tests_ended{upstream,reason=watchdog}", 1},
+		{"tests_ended{downstream,reason=watchdog}", 0},
+		{"tests_ended{downstream,reason=stopped}", 2},
+		{"tx_loss{,=}", 7},
+		{"running_connections{upstream,=}", 1},
+		{"running_connections{downstream,=}", 0},
+		{"max_connections{,=}", 7},
+		{"reserved_bandwidth_bytes_per_second{downstream,=}", 300 * 125000},
+		{"bandwidth_limit_bytes_per_second{upstream,=}", 1000 * 125000},
 	} {
 		if got, ok := values[c.key]; !ok || got != c.want {
 			t.Errorf("%s = %d (listed %v), want %d", c.key, got, ok, c.want)

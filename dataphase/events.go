@@ -26,9 +26,20 @@ type EndReason uint8
 const (
 	EndStopped   EndReason = iota + 1 // the stop handshake completed (success)
 	EndWatchdog                       // no valid PDU for 3 s
-	EndLocalStop                      // Stop was called (interrupt, shutdown)
+	EndLocalStop                      // Stop was called (interrupt, shutdown), the stop handshake done or given up
 	EndOverRate                       // the server stopped a Load Sender above 1.5x its rate
 	EndFailure                        // a socket failure the executor reported
+	// EndPeerStop: a server's peer sent a stop before the end time (the
+	// client's interrupt, its own safety stop, or a forged stop).
+	EndPeerStop
+	// EndPeerGone: ICMP port unreachable kept coming back for what we
+	// sent (RefusedLimit in a row, no valid PDU in between): nothing
+	// listens at the peer's address and port any more.
+	EndPeerGone
+	// EndUnverified: a server's peer never showed that it receives what
+	// the server sends it (amplification.go): a forged activation, most
+	// likely, or a path that loses everything towards the peer.
+	EndUnverified
 
 	NumEndReasons // one more than the last EndReason: arrays by reason have this length
 )
@@ -46,6 +57,12 @@ func (r EndReason) Name() string {
 		return "over_rate"
 	case EndFailure:
 		return "failure"
+	case EndPeerStop:
+		return "peer_stop"
+	case EndPeerGone:
+		return "peer_gone"
+	case EndUnverified:
+		return "unverified"
 	}
 	return "unknown"
 }
@@ -62,6 +79,12 @@ func (r EndReason) String() string {
 		return "load sender above 1.5x its assigned rate"
 	case EndFailure:
 		return "socket failure"
+	case EndPeerStop:
+		return "stopped by the peer before the end time"
+	case EndPeerGone:
+		return "peer port unreachable"
+	case EndUnverified:
+		return "peer never confirmed receipt"
 	}
 	return "unknown"
 }

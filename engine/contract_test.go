@@ -141,6 +141,7 @@ func coreParams(upstream, server bool, test time.Duration) dataphase.Params {
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
 	if server {
 		p.Table, p.PoliceOverRate = table, true
+		p.PeerBytesIn, p.PeerBytesOut = 104, 104 // a Test Activation Request and Response
 	} else {
 		p.InitialRate = table[0]
 	}

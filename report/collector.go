@@ -28,6 +28,7 @@ type Collector struct {
 	finished bool
 
 	conns    map[int]int // Sub-Intervals output per connection
+	alerts   int         // ALERT lines asked for (Alert), shown or not
 	agg      aggregate
 	intfMbps float64 // the local interface's last rate (-E)
 	sums     [2]summaryAcc
@@ -112,10 +113,36 @@ func (c *Collector) Warning(code int, msg string) { c.message(code, msg) }
 // full text; it overwrites the ErrorStatus.
 func (c *Collector) Error(code int, msg string) { c.message(code, msg) }
 
+// MaxAlerts is how many ALERT lines a client run shows: OB-UDPST's
+// ALERT_MSG_LIMIT. Each invalid control response makes one, and before a
+// Test Connection's socket is connected anyone can send it junk (50,000
+// junk datagrams made 49,937 lines before this cap); what comes after the
+// cap is counted (Alerts) and said once.
+const MaxAlerts = 10
+
 // Alert records a line OB-UDPST prints on its error console without
 // changing the ErrorStatus (ALERT lines): in JSON it still becomes the
-// ErrorMessage.
-func (c *Collector) Alert(msg string) { c.message(-1, msg) }
+// ErrorMessage. Past MaxAlerts in a run, one line says that more are not
+// shown, and the rest are only counted. This is the one place the cap
+// lives: callers report every alert.
+func (c *Collector) Alert(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.alerts++
+	switch {
+	case c.alerts <= MaxAlerts:
+		c.say(-1, msg)
+	case c.alerts == MaxAlerts+1 && c.text():
+		c.write(fmt.Sprintf("ALERT: more than %d invalid control responses; no more are shown\n", MaxAlerts))
+	}
+}
+
+// Alerts returns how many ALERT lines were asked for, shown or not.
+func (c *Collector) Alerts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.alerts
+}
 
 func (c *Collector) message(code int, msg string) {
 	c.mu.Lock()

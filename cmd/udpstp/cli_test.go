@@ -174,6 +174,7 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-m", "0x02", "-Z", "10"}, func(c *cc) { c.DSCPECN, c.CEThresh = 2, 10 }},
 		{[]string{"-m", "1", "--ecn-ce-threshold", "255"}, func(c *cc) { c.DSCPECN, c.CEThresh = 1, 255 }},
 		{[]string{"--output", "result.json"}, func(c *cc) { c.OutputFile = "result.json" }},
+		{[]string{"--textfile", "udpstp.prom"}, func(c *cc) { c.TextFile = "udpstp.prom" }},
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
 		{[]string{"-O", "meta_#i_%H.csv"}, func(c *cc) { c.ExportFile = "meta_#i_%H.csv" }},
 		{[]string{"--export", "+meta.csv"}, func(c *cc) { c.ExportFile, c.ExportAll = "meta.csv", true }},
@@ -246,6 +247,7 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"-x", "-l", "log", "-k", "10"}, func(s *sc) {}},
 		{[]string{"-G", "stats.json"}, func(s *sc) {}},
 		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
+		{[]string{"--metrics-listen", "127.0.0.1:24602"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},
 		{[]string{"-p", "1", "[::1]:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"::1"}, 25000 }},

@@ -200,6 +200,9 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 			return 0, configError("ERROR: %s needs a file name", opt("output"))
 		}
 	}
+	if cfg.TextFile, err = textfileOption(v); err != nil {
+		return 0, err
+	}
 	return keyID, nil
 }
 

@@ -1,8 +1,8 @@
 package main
 
-// Files are checked before the test: the client's --output, -O and -E, the
-// server's -G and -l, each refused before a packet is sent, with the
-// reason, however the path is wrong (missing, through a file, a
+// Files are checked before the test: the client's --output, --textfile, -O
+// and -E, the server's -G and -l, each refused before a packet is sent,
+// with the reason, however the path is wrong (missing, through a file, a
 // directory, on a read-only file system).
 
 import (
@@ -121,6 +121,7 @@ func TestFilesOnReadOnlyFileSystem(t *testing.T) {
 	}{
 		{[]string{"client", "-d", "-p", fmt.Sprint(port), "127.0.0.1", "--output", ro + "/r.json"}, true},
 		{[]string{"client", "-d", "-p", fmt.Sprint(port), "127.0.0.1", "-O", ro + "/x_#i.csv"}, true},
+		{[]string{"client", "-d", "-p", fmt.Sprint(port), "127.0.0.1", "--textfile", ro + "/udpstp.prom"}, true},
 		{[]string{"server", "-p", fmt.Sprint(port), "127.0.0.1", "-G", ro + "/stats.json"}, false},
 		{[]string{"server", "-p", fmt.Sprint(port), "127.0.0.1", "-x", "-l", ro + "/log"}, false},
 	} {

@@ -203,6 +203,9 @@ var options = []option{
 	// Ours.
 	{name: "output", role: forClient, kind: text, category: catOutput,
 		usage: "also write the JSON result to `FILE`, atomically", wrongRole: "ERROR: Output file only valid when client"},
+	{name: "textfile", role: forClient, kind: text, category: catOutput,
+		usage:     "also write the result for node_exporter's textfile collector to `FILE` (*.prom), atomically, also when the test fails",
+		wrongRole: "ERROR: Textfile only valid when client"},
 	{name: "json-stream", role: forClient, category: catOutput,
 		usage:     "write the test's events as they happen, one JSON object per line (docs/json-stream.md); implies --format json",
 		wrongRole: "ERROR: JSON stream only valid when client"},
@@ -223,6 +226,10 @@ var options = []option{
 		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
 		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
+	{name: "metrics-listen", role: forServer, kind: text, category: catService,
+		usage:     "serve Prometheus metrics at http://`ADDR:PORT`/metrics; bind a management address, not one clients test against",
+		def:       "off",
+		wrongRole: "ERROR: Metrics endpoint only valid when server"},
 }
 
 // optionByName indexes options by long name.

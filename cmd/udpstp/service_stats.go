@@ -105,19 +105,30 @@ type statsSock struct {
 	sender bool // the server sends the load on it
 }
 
-// sockTotals are the sockets' counters summed, and the datagrams sent on
-// Load Senders' sockets (the load; the others sent Status PDUs).
+// sockTotals are the sockets' counters summed by the direction of their
+// tests: downstream, where the server is the Load Sender, and upstream.
 type sockTotals struct {
-	engine.SocketCounts
-	loadSent uint64
+	down, up engine.SocketCounts
 }
 
 func (t *sockTotals) add(s engine.SocketStats, sender bool) {
 	if sender {
-		t.loadSent += s.Counts[engine.CountSentDatagrams]
+		t.down.Add(&s.Counts)
+	} else {
+		t.up.Add(&s.Counts)
 	}
-	t.SocketCounts.Add(&s.Counts)
 }
+
+// all is the sum over both directions.
+func (t *sockTotals) all() engine.SocketCounts {
+	a := t.down
+	a.Add(&t.up)
+	return a
+}
+
+// loadSent is the load the kernel accepted: the datagrams sent on Load
+// Senders' sockets (the others sent Status PDUs).
+func (t *sockTotals) loadSent() uint64 { return t.down[engine.CountSentDatagrams] }
 
 func newStatsNet(n control.Network) *statsNet {
 	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}
@@ -178,16 +189,17 @@ type statsCollector struct {
 func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
 	d := c.srv.Snapshot().Data
 	t := c.net.totals()
+	a, loadSent := t.all(), t.loadSent()
 	s := report.ServerStatsSample{
 		At:                now,
-		QueuedTxDatagrams: t.loadSent,
-		TxOverrunEvents:   t.SocketCounts[engine.CountBackpressure], TxOverrunDatagrams: t.SocketCounts[engine.CountRefusedDatagrams],
-		TxBursts: t.SocketCounts[engine.CountSendCalls], TxBurstDatagrams: t.SocketCounts[engine.CountSentDatagrams],
-		RxBursts: t.SocketCounts[engine.CountRecvCalls], RxBurstDatagrams: t.SocketCounts[engine.CountRecvDatagrams],
+		QueuedTxDatagrams: loadSent,
+		TxOverrunEvents:   a[engine.CountBackpressure], TxOverrunDatagrams: a[engine.CountRefusedDatagrams],
+		TxBursts: a[engine.CountSendCalls], TxBurstDatagrams: a[engine.CountSentDatagrams],
+		RxBursts: a[engine.CountRecvCalls], RxBurstDatagrams: a[engine.CountRecvDatagrams],
 		Data: d,
 	}
 	if n := d[dataphase.CountTxDatagrams]; n > 0 {
-		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
+		s.QueuedTxIPBytes = uint64(float64(loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
 	}
 	return s
 }
