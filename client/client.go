@@ -74,8 +74,11 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if format == report.FormatText {
 		r.col.Banner("udpstp", o.Version)
 	}
-	status := r.run(ctx)
-	if cfg.OutputFile != "" {
+	status, bad := r.begin(ctx)
+	if r.iface != nil {
+		r.iface.close()
+	}
+	if cfg.OutputFile != "" && !bad.output {
 		f := format
 		if !f.IsJSON() {
 			f = report.FormatJSONFormatted
@@ -87,11 +90,33 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 			}
 		}
 	}
-	if cfg.TextFile != "" {
+	if cfg.TextFile != "" && !bad.textfile {
 		status = writeTextfile(cfg, r.col.Document(report.FormatJSON), status, o.Stderr)
 	}
-	r.emit(Event{Kind: EventEnd, Conn: -1, Status: status})
+	if r.o.Observe != nil {
+		f := format
+		if !f.IsJSON() {
+			f = report.FormatJSON
+		}
+		r.emit(Event{Kind: EventEnd, Conn: -1, Status: status, Document: r.col.Document(f)})
+	}
 	return status
+}
+
+// begin checks the run's files (files.go) and, if they are fine, runs the
+// test; a file that is not is the run's error, before any Setup Request.
+// bad: the result files that cannot be written.
+func (r *run) begin(ctx context.Context) (status int, bad badFiles) {
+	msg, bad := r.preflight()
+	if msg == "" {
+		return r.run(ctx), bad
+	}
+	r.col.Error(report.StatusInit, msg)
+	r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusInit, Text: msg})
+	if err := r.col.Finish(); err != nil {
+		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
+	}
+	return r.col.ErrorStatus(), bad
 }
 
 // newMCIdent draws the run's multi-connection ID, which every Test

@@ -59,6 +59,15 @@ type ServerConfig struct {
 	ShowErrors bool // -e
 	NoSubInt   bool // -s
 	LossRatio  bool // -r
+	// -O [+]file: the Load Receiver's per-datagram export (downstream),
+	// a file name with OB-UDPST's #-conversions and strftime's; ExportAll
+	// is the '+'.
+	ExportFile string
+	ExportAll  bool
+	// -E intf and -M: the local interface whose rate the results show,
+	// and whether it picks the maximum.
+	Interface    string
+	InterfaceMax bool
 }
 
 // DefaultServerConfig returns OB-UDPST's server defaults.
@@ -124,6 +133,15 @@ type ClientConfig struct {
 	ShowErrors bool
 	NoSubInt   bool // -s
 	LossRatio  bool // -r
+	// -O [+]file: the Load Receiver's per-datagram export (downstream),
+	// a file name with OB-UDPST's #-conversions and strftime's; ExportAll
+	// is the '+'.
+	ExportFile string
+	ExportAll  bool
+	// -E intf and -M: the local interface whose rate the results show,
+	// and whether it picks the maximum.
+	Interface    string
+	InterfaceMax bool
 }
 
 // DefaultClientConfig returns OB-UDPST's client defaults.

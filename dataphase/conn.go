@@ -549,6 +549,9 @@ func (c *Conn) trialEvent(fb TrialFeedback, s *StatusPDU, sent bool) {
 		Datagrams:    s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime,
 		Index: c.Index(), Sent: sent,
 	}
+	if c.loadSender {
+		t.SendRate, t.SendRateSet = c.snd.row, true
+	}
 	// The Status PDU's figures: what we received in its Trial Interval
 	// (ours) or what the peer received of our load (the peer's).
 	ip := uint64(t.Bytes) + uint64(t.Datagrams)*uint64(L3Overhead(c.p.IPv6))

@@ -148,6 +148,20 @@ type TrialInfo struct {
 	DeltaTimeUs        uint32
 	Index              int // the server's row after adjustment, -1 on a client
 	Sent               bool
+	// SendRate is the Load Sender's row after the Status PDU (a client's
+	// upstream: the row the server just assigned), for a progress line;
+	// SendRateSet is false where this end receives the load.
+	SendRate    SendingRate
+	SendRateSet bool
+}
+
+// L3Mbps is the Trial Interval's received rate at L3 (UDP payload plus
+// the UDP and IP headers), 0 without a duration.
+func (t *TrialInfo) L3Mbps(ipv6 bool) float64 {
+	if t.DeltaTimeUs == 0 {
+		return 0
+	}
+	return float64((uint64(t.Datagrams)*uint64(L3Overhead(ipv6))+uint64(t.Bytes))*8) / float64(t.DeltaTimeUs)
 }
 
 // Event is what a core reports to its executor. Events are rare (a few per

@@ -27,11 +27,12 @@ type Collector struct {
 	failed   bool // fewer than the minimum: no Summary, no results
 	finished bool
 
-	conns  map[int]int // Sub-Intervals output per connection
-	alerts int         // ALERT lines asked for (Alert), shown or not
-	agg    aggregate
-	sums   [2]summaryAcc
-	maxes  [2]maxAcc
+	conns    map[int]int // Sub-Intervals output per connection
+	alerts   int         // ALERT lines asked for (Alert), shown or not
+	agg      aggregate
+	intfMbps float64 // the local interface's last rate (-E)
+	sums     [2]summaryAcc
+	maxes    [2]maxAcc
 }
 
 // New returns a Collector writing to w (standard output for the client).
@@ -251,14 +252,20 @@ func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	}
 	n++
 	c.conns[conn] = n
+	if c.agg.contrib == 0 {
+		c.sampleInterface()
+	}
 	rec := recordOf(&r)
 	ipv6 := c.res.info.IPv6
 	l3 := rec.rate(overheadL3, ipv6)
 	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
-		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
+		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn(), ""))
 	}
 	if !c.opt.NoSubInt {
 		c.res.addConn(conn, &rec, l3, &r)
+	}
+	if c.opt.OnInterval != nil {
+		c.opt.OnInterval(c.connInterval(conn, n, wall, &rec, l3, &r))
 	}
 	c.agg.add(&r, &rec, l3, ipv6)
 	c.poll(wall)
@@ -278,6 +285,18 @@ func (c *Collector) poll(wall int64) {
 }
 
 func (c *Collector) ceOn() bool { return c.res.info != nil && c.res.info.CEThresh > 0 }
+
+// intfOn reports whether the local interface's rate is reported (-E).
+func (c *Collector) intfOn() bool { return c.res.info != nil && c.res.info.Interface != "" }
+
+// sampleInterface reads the local interface's rate (-E) as OB-UDPST does:
+// when the first Test Connection's Sub-Interval of an aggregate
+// Sub-Interval arrives; the aggregate then shows it.
+func (c *Collector) sampleInterface() {
+	if c.intfOn() && c.opt.InterfaceRate != nil {
+		c.intfMbps = c.opt.InterfaceRate()
+	}
+}
 
 // Finish completes the run: it emits a pending aggregate Sub-Interval,
 // computes Summary and Maximum (when at least one Sub-Interval was output

@@ -57,6 +57,9 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 		return nil, lo, err
 	}
 	lo.NoGSO = v.on("no-gso")
+	if err := clientUXOptions(v, &cfg, &lo); err != nil {
+		return nil, lo, err
+	}
 	if err := checkClient(v, &cfg, keyID); err != nil {
 		return nil, lo, err
 	}

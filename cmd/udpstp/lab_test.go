@@ -142,6 +142,29 @@ func labClient(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...stri
 	return r
 }
 
+// labImpls starts a lab test: it skips without UDPSTP_LAB=1, where no lab can run or with
+// -short, takes every end-to-end slot (the lab measures the machine too)
+// and returns the implementations to run, udpstp and, with UDPST_BIN,
+// OB-UDPST.
+func labImpls(t *testing.T) []labImpl {
+	t.Helper()
+	netlab.LabOnly(t)
+	if err := netlab.Available(); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("network lab: real tests of 5-10 s (skipped with -short)")
+	}
+	takeAllSlots(t)
+	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
+	if b := optionalUdpstBin(t); b != "" {
+		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
+	} else {
+		t.Log("UDPST_BIN is not set: the lab runs udpstp only (see DEVELOPERS.md)")
+	}
+	return impls
+}
+
 // labKind says what a case measures and how its error is expressed.
 type labKind int
 
@@ -291,17 +314,7 @@ func labCases() []labCase {
 // side. Ours must meet every tolerance; where OB-UDPST completes, ours must
 // be no worse than its error plus the lab's run-to-run noise (worse).
 func TestLab(t *testing.T) {
-	netlab.LabOnly(t)
-	if err := netlab.Available(); err != nil {
-		t.Skip(err)
-	}
-	takeAllSlots(t) // the lab measures the machine too
-	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
-	if b := optionalUdpstBin(t); b != "" {
-		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
-	} else {
-		t.Log("UDPST_BIN is not set: the lab runs udpstp only (see DEVELOPERS.md)")
-	}
+	impls := labImpls(t)
 	start := time.Now()
 	var rows []string
 	for _, c := range labCases() {

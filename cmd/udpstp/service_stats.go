@@ -47,18 +47,23 @@ import (
 const envStatsTiming = "UDPSTP_STATS_TIMING"
 
 // checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit exitInit), before any socket is opened.
+// creatable (else exit exitInit), before any socket is opened; then what
+// WriteFileAtomic will need of the name (report.CheckWritable: not a
+// directory, its directory takes a temporary file).
 func checkStatsFile(pattern string, now time.Time) error {
 	if pattern == "" {
 		return nil
 	}
-	tmp := report.StatsFileName(pattern, now, nil) + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	name := report.StatsFileName(pattern, now, nil)
+	f, err := os.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fopenError("stats-file", err)
 	}
 	f.Close()
-	os.Remove(tmp)
+	os.Remove(name + ".tmp")
+	if err := report.CheckWritable(name); err != nil {
+		return fopenError("stats-file", err)
+	}
 	return nil
 }
 
