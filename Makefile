@@ -9,7 +9,23 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test vet fmtcheck unit fuzz crossbuild systemd-check bench demo man completion clean
+# staticcheck, pinned: go run fetches exactly this version (and caches it).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The test runs save their go test -json streams here for skipreport.
+REPORTDIR ?= bin/testreport
+TESTREPORT = $(GO) run ./internal/testreport
+# The lab's timing-bound checks: the tests that call netlab.LabOnly, which
+# skips them unless UDPSTP_LAB=1: those named TestLab*, and the impairment
+# lab's.
+LABRUN    ?= ^(TestLab|TestImpairLab|TestRelayBaseline)
+
+# The go test | testreport pipelines fail when go test does, not only when
+# testreport does. Only theirs: with pipefail everywhere, a `... | grep -q`
+# fails whenever grep's early exit gives its writer SIGPIPE.
+unit race lab: SHELL := /bin/bash
+unit race lab: .SHELLFLAGS := -o pipefail -c
+
+.PHONY: all build test vet fmtcheck lint unit race lab skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
 
 all: build
 
@@ -19,8 +35,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/udpstp
 
-# test: everything CI checks, in order of how fast it fails.
-test: fmtcheck vet unit fuzz crossbuild systemd-check
+# test: everything CI checks, in order of how fast it fails. It must pass
+# on a slow, busy 2-core machine: nothing in it measures the machine (that
+# is `make lab` and `make bench`).
+test: fmtcheck vet lint unit race fuzz crossbuild systemd-check
 
 fmtcheck:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -28,8 +46,36 @@ fmtcheck:
 vet:
 	$(GO) vet $(PKGS)
 
+# lint: staticcheck; a finding is fixed or justified inline with
+# //lint:ignore CHECK reason.
+lint:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+# unit: every test, printed as a plain go test prints them (testreport
+# reads the -json stream), then the skipped tests per package. It fails if
+# a golden or contract test skipped, or a skip did not say why.
 unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/unit.json
+
+# race: the race detector over the tests -short keeps (the end-to-end
+# tests run real processes, which it does not instrument). Allocation
+# counts are not judged there (internal/race).
+race:
+	$(GO) test -race -short -count=1 -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/race.json
+
+# lab: the timing-bound checks: the network lab's accuracy and throughput
+# (cmd/udpstp TestLab), the impairment lab (TestImpairLab, and the relay's
+# baseline), fixed rows on loopback, tbf's own rate, and, with UDPST_BIN,
+# the maxima against OB-UDPST's. Root, ip, tc and nft; one
+# package at a time, so that no lab shares the CPUs with another. Each
+# case is allowed one retry, inside the test.
+lab:
+	UDPSTP_LAB=1 $(GO) test -count=1 -p 1 -timeout 30m -run '$(LABRUN)' -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/lab.json
+
+# skipreport: the skipped tests per package of every run saved so far
+# (unit, race, lab), and the rule above applied to all of them.
+skipreport:
+	$(TESTREPORT) -summary $(wildcard $(REPORTDIR)/*.json)
 
 # fuzz: every fuzz target runs briefly beyond its committed seed corpus.
 # -fuzz must match exactly one target in one package, hence the loop.
@@ -58,7 +104,7 @@ crossbuild:
 # units name man:udpstp(1), which is installed only with the package
 # (make deb-install-check verifies the installed units with it).
 SYSTEMD_EXPOSURE_MAX ?= 20
-systemd-check: build
+systemd-check: build systemd-check-test-units
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
 		echo "systemd-check: systemd-analyze not found: apt-get install systemd (.ci/run does)"; exit 1; }
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
@@ -69,6 +115,22 @@ systemd-check: build
 	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
 		contrib/systemd/udpstp.service >"$$d/security.txt" 2>&1; then \
 		cat "$$d/security.txt"; echo "systemd-check: exposure above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
+	grep 'Overall exposure level' "$$d/security.txt"
+
+# systemd-check-test-units: the client's hourly test (udpstp-test.service,
+# udpstp-test.timer, writing node_exporter's textfile) passes the same
+# checks as the server's unit.
+systemd-check-test-units: build
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+		echo "systemd-check: systemd-analyze not found: apt-get install systemd (.ci/run does)"; exit 1; }
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed 's|^ExecStart=/usr/bin/udpstp|ExecStart=$(CURDIR)/$(BIN)|' contrib/systemd/udpstp-test.service >"$$d/udpstp-test.service"; \
+	cp contrib/systemd/udpstp-test.timer "$$d/"; \
+	systemd-analyze verify "$$d/udpstp-test.service" "$$d/udpstp-test.timer"; \
+	echo "systemd-analyze verify: udpstp-test.service udpstp-test.timer OK"; \
+	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
+		contrib/systemd/udpstp-test.service >"$$d/security.txt" 2>&1; then \
+		cat "$$d/security.txt"; echo "systemd-check: exposure of udpstp-test.service above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
 	grep 'Overall exposure level' "$$d/security.txt"
 
 # bench: the Go benchmarks of every package, then the whole-system ones in

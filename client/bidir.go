@@ -55,7 +55,7 @@ func runBidir(ctx context.Context, cfg *control.ClientConfig, o Options, format 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.run(ctx)
+			r.begin(ctx)
 		}()
 	}
 	done := make(chan struct{})

@@ -16,12 +16,12 @@ import (
 	"github.com/udpstp/udpstp/internal/memnet"
 )
 
-// runPlan runs cfg with plan over a client network on w whose Data Phases
+// testPlan runs cfg with plan over a client network on w whose Data Phases
 // play script; observe, if set, sees each event too (with the cancel of
 // the run's context). A run that does not end by itself within a minute
 // is a failure, not a hang: the interrupt then ends it (this fires only
 // when the code is wrong).
-func runPlan(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, plan Plan, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *outcome {
+func testPlan(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, plan Plan, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *outcome {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -148,7 +148,7 @@ func TestRunBidirectional(t *testing.T) {
 	srv := startServer(t, w, "127.0.0.1", 40000, nil)
 	cfg := bidirConfig("127.0.0.1")
 	cfg.OutputFile = filepath.Join(t.TempDir(), "result.json")
-	o := runPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
+	o := testPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
 	if o.status != 0 {
 		t.Fatalf("status %d\n%s", o.status, o.out)
 	}
@@ -209,7 +209,7 @@ func TestRunBidirectionalText(t *testing.T) {
 	startServer(t, w, "127.0.0.1", 40000, nil)
 	cfg := bidirConfig("127.0.0.1")
 	cfg.Format = ""
-	o := runPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
+	o := testPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
 	if o.status != 0 {
 		t.Fatalf("status %d\n%s", o.status, o.out)
 	}
@@ -256,7 +256,7 @@ func TestRunBidirectionalSeveralServers(t *testing.T) {
 	b := startServer(t, w, "127.0.0.2", 41000, nil)
 	cfg := bidirConfig("127.0.0.1", "127.0.0.2")
 	cfg.ConnMin, cfg.ConnMax = 2, 2
-	o := runPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
+	o := testPlan(t, w, cfg, Plan{Bidirectional: true}, loadedAfter(2, 5, 50, 200), nil)
 	if o.status != 0 {
 		t.Fatalf("status %d\n%v", o.status, o.doc)
 	}
@@ -297,7 +297,7 @@ func TestRunBidirectionalHalfFails(t *testing.T) {
 		d.Emit(dataphase.Event{Kind: dataphase.EvWarning, Code: 3, Text: "WARNING: Incoming status feedback messages lost"})
 		d.Emit(dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndWatchdog})
 	}
-	o := runPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true}, script, nil)
+	o := testPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true}, script, nil)
 	if o.status != 200 {
 		t.Errorf("status %d, want the upstream half's 200", o.status)
 	}
@@ -316,7 +316,7 @@ func TestRunBidirectionalInterrupt(t *testing.T) {
 	w := memnet.NewWire()
 	startServer(t, w, "127.0.0.1", 40000, nil)
 	connected := 0
-	o := runPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true}, untilStopped, func(e Event, cancel context.CancelFunc) {
+	o := testPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true}, untilStopped, func(e Event, cancel context.CancelFunc) {
 		if e.Kind == EventConnected {
 			if connected++; connected == 2 {
 				cancel()

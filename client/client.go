@@ -62,8 +62,9 @@ const DefaultEndGrace = 4 * time.Second
 // several in a row) and returns its ErrorStatus, which the binary makes
 // its exit status. The report goes to Out (text or JSON, cfg.Format) and,
 // with cfg.OutputFile, a JSON document to that file, written atomically
-// whatever happens, also after an interrupt (ctx cancelled); a file that
-// cannot be written makes a successful run's status report.StatusInit.
+// whatever happens, also after an interrupt (ctx cancelled), and with
+// cfg.TextFile the same result for node_exporter; a file that cannot be
+// written makes a successful run's status report.StatusInit.
 func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -75,18 +76,21 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 		o.EndGrace = DefaultEndGrace
 	}
 	format, _ := report.ParseFormat(cfg.Format) // the command line checked it
-	var status int
-	if o.Plan.Repeat > 0 {
-		status = runRepeat(ctx, cfg, o, format)
-	} else {
-		if format == report.FormatText {
-			report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
-		}
-		status = saveResult(cfg, o, format, runTest(ctx, cfg, o, format))
+	if format == report.FormatText {
+		report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
 	}
-	if o.Observe != nil {
-		o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: status})
+	if o.Plan != (Plan{}) {
+		return runPlan(ctx, cfg, o, format)
 	}
+	r := newRun(cfg, o, format)
+	status, bad := r.begin(ctx)
+	if cfg.OutputFile != "" && !bad.output {
+		status = saveResult(cfg, o, format, r.col, status)
+	}
+	if cfg.TextFile != "" && !bad.textfile {
+		status = writeTextfile(cfg, r.col.Document(report.FormatJSON), status, o.Stderr)
+	}
+	r.emit(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: status, Document: r.col.Document(streamFormat(format))})
 	return status
 }
 
@@ -97,14 +101,10 @@ type result interface {
 	Document(f report.Format) []byte
 }
 
-// saveResult writes res to cfg.OutputFile, if any, and returns the
-// run's status: res's, or report.StatusInit for a successful run whose
-// file cannot be written.
-func saveResult(cfg *control.ClientConfig, o Options, format report.Format, res result) int {
-	status := res.ErrorStatus()
-	if cfg.OutputFile == "" {
-		return status
-	}
+// saveResult writes res to cfg.OutputFile and returns the run's status:
+// status, or report.StatusInit for a successful run whose file cannot be
+// written.
+func saveResult(cfg *control.ClientConfig, o Options, format report.Format, res result, status int) int {
 	if err := report.WriteFileAtomic(cfg.OutputFile, res.Document(jsonFile(format)), 0o644); err != nil {
 		fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
 		if status == 0 {
@@ -123,10 +123,39 @@ func jsonFile(format report.Format) report.Format {
 	return format
 }
 
+// streamFormat is EventEnd's Document format for a run printing format:
+// the same JSON, or compact JSON next to text.
+func streamFormat(format report.Format) report.Format {
+	if !format.IsJSON() {
+		return report.FormatJSON
+	}
+	return format
+}
+
 // bannerMode is the banner's "Mode:" line of a client with cfg.
 func bannerMode(cfg *control.ClientConfig, o Options) *report.Mode {
 	return &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
 		IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations}
+}
+
+// begin checks the run's files (files.go) and, if they are fine, runs the
+// test; a file that is not is the run's error, before any Setup Request.
+// bad: the result files that cannot be written. The interface counters
+// (-E) are closed when it returns.
+func (r *run) begin(ctx context.Context) (status int, bad badFiles) {
+	msg, bad := r.preflight()
+	if r.iface != nil {
+		defer r.iface.close()
+	}
+	if msg == "" {
+		return r.run(ctx), bad
+	}
+	r.col.Error(report.StatusInit, msg)
+	r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusInit, Text: msg})
+	if err := r.col.Finish(); err != nil {
+		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
+	}
+	return r.col.ErrorStatus(), bad
 }
 
 // newMCIdent draws the run's multi-connection ID, which every Test

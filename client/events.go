@@ -3,6 +3,7 @@ package client
 import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/report"
 )
 
 // EventKind says what an Event reports. New kinds may come; an observer
@@ -26,8 +27,20 @@ const (
 	// EventConnEnded: a Test Connection's Data Phase ended (End says how).
 	EventConnEnded
 	// EventEnd: the run is over (Status is its ErrorStatus, the result
-	// file written). It is the last event.
+	// file written, Document the result). It is the last event.
 	EventEnd
+	// EventStart: the first Test Connection was activated; Info holds
+	// what the report's header and the JSON's Input show. It comes once,
+	// before that connection's EventConnected; a run whose setups all
+	// fail has none.
+	EventStart
+	// EventAggregate: the report emitted an aggregate Sub-Interval (the
+	// sum of the connections, the text's Sub-Interval line); Interval
+	// holds its figures (Conn -1).
+	EventAggregate
+	// EventTrial: a Test Connection sent or received a Status PDU, 20 a
+	// second at the default Trial Interval (Trial).
+	EventTrial
 	// EventRunEnd: one test of --repeat is over (Run says which, Status
 	// is its ErrorStatus); the next one's events, or EventEnd, follow.
 	EventRunEnd
@@ -55,4 +68,15 @@ type Event struct {
 	Text      string                      // EventWarning, EventError: the line as the report prints it
 	End       dataphase.EndReason         // EventConnEnded
 	Status    int                         // EventEnd
+
+	Info *report.TestInfo // EventStart; read only
+	// Interval is a Sub-Interval's IncrementalResult figures: the
+	// connection's own (EventSubInterval; nil when the report ignored the
+	// Sub-Interval, one beyond the test's count) or the aggregate's
+	// (EventAggregate).
+	Interval *report.Interval
+	Trial    dataphase.TrialInfo // EventTrial
+	// Document is the result as the JSON format of the run (compact JSON
+	// with text output) renders it, with its final newline (EventEnd).
+	Document []byte
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/udpstp/udpstp/control"
@@ -22,6 +23,37 @@ type Plan struct {
 	Pause time.Duration
 }
 
+// runPlan is Run's work for a Plan that is not zero: the result file is
+// checked first, as a single test's is (files.go), then the tests run and
+// the file is written once more at the end.
+func runPlan(ctx context.Context, cfg *control.ClientConfig, o Options, format report.Format) int {
+	if f := cfg.OutputFile; f != "" {
+		if err := report.CheckWritable(f); err != nil {
+			msg := fmt.Sprintf("FOPEN ERROR: %v (--output)", err)
+			fmt.Fprintf(o.Stderr, "udpstp: ERROR: %s\n", msg)
+			if o.Observe != nil {
+				o.Observe(Event{Kind: EventError, Conn: -1, Upstream: cfg.Upstream, Code: report.StatusInit, Text: msg})
+				o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: report.StatusInit})
+			}
+			return report.StatusInit
+		}
+	}
+	var res result
+	if o.Plan.Repeat > 0 {
+		res = runRepeat(ctx, cfg, o, format)
+	} else {
+		res = runTest(ctx, cfg, o, format)
+	}
+	status := res.ErrorStatus()
+	if cfg.OutputFile != "" {
+		status = saveResult(cfg, o, format, res, status)
+	}
+	if o.Observe != nil {
+		o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: status, Document: res.Document(streamFormat(format))})
+	}
+	return status
+}
+
 // runTest runs one complete test, in cfg's direction or (Bidirectional)
 // in both, and prints its report to o.Out; the result file is the
 // caller's.
@@ -30,6 +62,6 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, o Options, format r
 		return runBidir(ctx, cfg, o, format)
 	}
 	r := newRun(cfg, o, format)
-	r.run(ctx)
+	r.begin(ctx)
 	return r.col
 }

@@ -20,12 +20,9 @@ import (
 // status is then 255. Otherwise it is the worst test's (report.Repeat's
 // ErrorStatus): a failed test makes the run fail, and it is shown as
 // failed, never dropped.
-func runRepeat(ctx context.Context, cfg *control.ClientConfig, o Options, format report.Format) int {
+func runRepeat(ctx context.Context, cfg *control.ClientConfig, o Options, format report.Format) *report.Repeat {
 	n := o.Plan.Repeat
 	rep := report.NewRepeat(n, o.Plan.Pause)
-	if format == report.FormatText {
-		report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
-	}
 	for i := 1; i <= n; i++ {
 		if i > 1 && !pause(ctx, o.Plan.Pause) {
 			rep.Interrupt()
@@ -67,7 +64,7 @@ func runRepeat(ctx context.Context, cfg *control.ClientConfig, o Options, format
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
-	return saveResult(cfg, o, format, rep)
+	return rep
 }
 
 // pause waits d, or until ctx is cancelled: it reports whether the run

@@ -37,7 +37,7 @@ func TestRunRepeat(t *testing.T) {
 	srv := startServer(t, w, "127.0.0.1", 40000, nil)
 	cfg := testConfig("127.0.0.1")
 	cfg.OutputFile = filepath.Join(t.TempDir(), "result.json")
-	o := runPlan(t, w, cfg, Plan{Repeat: 3}, complete, nil)
+	o := testPlan(t, w, cfg, Plan{Repeat: 3}, complete, nil)
 	if o.status != 0 {
 		t.Fatalf("status %d\n%s", o.status, o.out)
 	}
@@ -84,7 +84,7 @@ func TestRunRepeatFailure(t *testing.T) {
 	cfg := testConfig("127.0.0.1")
 	cfg.Format = ""
 	cfg.OutputFile = filepath.Join(t.TempDir(), "result.json")
-	o := runPlan(t, w, cfg, Plan{Repeat: 3}, nthFails(2), nil)
+	o := testPlan(t, w, cfg, Plan{Repeat: 3}, nthFails(2), nil)
 	if o.status != 200 {
 		t.Errorf("status %d, want 200", o.status)
 	}
@@ -104,12 +104,12 @@ func TestRunRepeatFailure(t *testing.T) {
 }
 
 // TestRunRepeatInterruptInPause: an interrupt during the pause ends the
-// run at once (runPlan's watchdog fails a run that waits out the hour):
+// run at once (testPlan's watchdog fails a run that waits out the hour):
 // one run in the document, marked interrupted, status 255.
 func TestRunRepeatInterruptInPause(t *testing.T) {
 	w := memnet.NewWire()
 	startServer(t, w, "127.0.0.1", 40000, nil)
-	o := runPlan(t, w, testConfig("127.0.0.1"), Plan{Repeat: 3, Pause: time.Hour}, complete, func(e Event, cancel context.CancelFunc) {
+	o := testPlan(t, w, testConfig("127.0.0.1"), Plan{Repeat: 3, Pause: time.Hour}, complete, func(e Event, cancel context.CancelFunc) {
 		if e.Kind == EventRunEnd {
 			cancel()
 		}
@@ -130,7 +130,7 @@ func TestRunRepeatInterruptInPause(t *testing.T) {
 func TestRunRepeatBidirectional(t *testing.T) {
 	w := memnet.NewWire()
 	startServer(t, w, "127.0.0.1", 40000, nil)
-	o := runPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true, Repeat: 2}, loadedAfter(2, 5, 50, 200), nil)
+	o := testPlan(t, w, bidirConfig("127.0.0.1"), Plan{Bidirectional: true, Repeat: 2}, loadedAfter(2, 5, 50, 200), nil)
 	if o.status != 0 {
 		t.Fatalf("status %d\n%s", o.status, o.out)
 	}

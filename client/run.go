@@ -23,6 +23,8 @@ type run struct {
 	// connMin and connMax are the run's minimum and number of Test
 	// Connections (-C, at least one per server).
 	connMin, connMax int
+	iface            *ifaceRates       // -E, nil without (iface.go)
+	intervals        []report.Interval // the report's figures not yet emitted (intervals.go)
 
 	box *mailbox[posted]
 }
@@ -50,6 +52,7 @@ type connState struct {
 	dp     control.DataPhase
 	suffix string
 	ended  bool
+	export *exporter // -O (export.go)
 }
 
 func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
@@ -62,6 +65,8 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
 		Connections: r.connMax, MinConnections: r.connMin, Mode: bannerMode(cfg, o),
+		OnInterval:    r.onInterval,
+		InterfaceRate: func() float64 { return r.iface.sample() },
 	})
 	for _, s := range cfg.Servers {
 		r.hosts = append(r.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
@@ -138,6 +143,7 @@ func (r *run) run(ctx context.Context) int {
 				if !interrupted { // an interrupted setup is no failure of its own
 					r.message(c, int(e.ev.Code), e.ev.Text)
 					r.col.ConnEnded(false)
+					r.emitIntervals(nil, nil)
 				}
 			case evActivated:
 				if over {
@@ -172,6 +178,7 @@ func (r *run) run(ctx context.Context) int {
 			fmt.Fprintf(r.o.Stderr, "udpstp: connection %d did not end; its socket is left open\n", c.index+1)
 		}
 	}
+	exportFailed := r.closeExports(conns)
 	if interrupted {
 		const msg = "ERROR: Test interrupted"
 		r.col.Error(report.StatusGeneral, msg)
@@ -180,7 +187,11 @@ func (r *run) run(ctx context.Context) int {
 	if err := r.col.Finish(); err != nil {
 		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
-	return r.col.ErrorStatus()
+	r.emitIntervals(nil, nil)
+	if st := r.col.ErrorStatus(); st != 0 || !exportFailed {
+		return st
+	}
+	return report.StatusInit // the test ran, but the export file is incomplete
 }
 
 // message records a warning (1..49) or an error (50 and above) of
@@ -231,12 +242,17 @@ func (r *run) start(c *connState) {
 		Hosts: r.hosts, ServerPort: int(c.cc.TestPeer.Port()),
 		ClientAddr: c.cc.Local.Addr().Unmap().String(), ClientPort: int(c.cc.Local.Port()),
 		MaxBandwidth: r.cfg.MaxBandwidth, Bimodal: r.cfg.Bimodal,
+		Interface: r.cfg.Interface, InterfaceMax: r.cfg.InterfaceMax,
 	}
 	if r.cfg.Suppress {
 		info.SuppCount = r.cfg.Bimodal
 	}
 	if r.col.Activate(info) {
 		r.col.WriteHeader(c.index)
+		r.emit(Event{Kind: EventStart, Conn: c.index, Server: c.server, Info: &info})
+		if r.iface != nil {
+			r.iface.start()
+		}
 	}
 	params := c.cc.Params
 	if s, ok := c.cc.Sock.(interface{ PathMTU() int }); ok {
@@ -245,11 +261,14 @@ func (r *run) start(c *connState) {
 		params.PathMTU = s.PathMTU()
 	}
 	core := dataphase.NewConn(params, c.cc.Activated)
+	if r.startExport(c); c.export != nil {
+		core.SetExport(c.export.ring)
+	}
 	conn := c.index
 	r.emit(Event{Kind: EventConnected, Conn: c.index, Server: c.server, Activated: c.cc})
 	c.dp = r.o.Network.RunDataPhase(c.cc.Sock, core, func(ev dataphase.Event) {
-		if ev.Kind == dataphase.EvTrial && !r.cfg.Debug {
-			return // 20 a second, and only debug output wants them
+		if ev.Kind == dataphase.EvTrial && !r.cfg.Debug && r.o.Observe == nil {
+			return // 20 a second, and only debug output and observers want them
 		}
 		r.post(posted{conn: conn, ev: ev})
 	})
@@ -261,7 +280,7 @@ func (r *run) apply(c *connState, ev dataphase.Event) bool {
 	switch ev.Kind {
 	case dataphase.EvSubInterval:
 		r.col.Add(c.index, ev.SubInt)
-		r.emit(Event{Kind: EventSubInterval, Conn: c.index, Server: c.server, SubInt: ev.SubInt})
+		r.emitIntervals(c, &ev.SubInt)
 	case dataphase.EvWarning:
 		code := int(ev.Code)
 		if code == 0 { // our own errors (a socket failure) carry no OB-UDPST code
@@ -277,6 +296,7 @@ func (r *run) apply(c *connState, ev dataphase.Event) bool {
 		if r.cfg.Verbose && r.cfg.Debug {
 			r.debugLine(c, &ev.Trial)
 		}
+		r.emit(Event{Kind: EventTrial, Conn: c.index, Server: c.server, Trial: ev.Trial})
 	case dataphase.EvEnd:
 		if c.ended {
 			return false
@@ -293,6 +313,7 @@ func (r *run) apply(c *connState, ev dataphase.Event) bool {
 		default:
 			r.col.ConnEnded(false)
 		}
+		r.emitIntervals(nil, nil)
 		r.emit(Event{Kind: EventConnEnded, Conn: c.index, Server: c.server, End: ev.End})
 		return true
 	}
@@ -305,11 +326,7 @@ func (r *run) debugLine(c *connState, tr *dataphase.TrialInfo) {
 	if tr.RTTVarSample != dataphase.NoDelay {
 		rtt = int64(tr.RTTVarSample)
 	}
-	hdr := uint64(dataphase.L3Overhead(c.cc.Params.IPv6))
-	mbps := 0.0
-	if tr.DeltaTimeUs > 0 {
-		mbps = float64((uint64(tr.Datagrams)*hdr+uint64(tr.Bytes))*8) / float64(tr.DeltaTimeUs)
-	}
+	mbps := tr.L3Mbps(c.cc.Params.IPv6)
 	owdMin := tr.DelayVarMin
 	if owdMin == dataphase.NoDelay {
 		owdMin = 0

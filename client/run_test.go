@@ -142,11 +142,11 @@ func testConfig(servers ...string) *control.ClientConfig {
 }
 
 // runOn runs cfg (one test) with a client network on w whose Data
-// Phases play script (runPlan); observe, if set, sees each event too
+// Phases play script (testPlan); observe, if set, sees each event too
 // (with the cancel of the run's context).
 func runOn(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *outcome {
 	t.Helper()
-	o := runPlan(t, w, cfg, Plan{}, script, observe)
+	o := testPlan(t, w, cfg, Plan{}, script, observe)
 	if got := int(o.doc["ErrorStatus"].(float64)); got != o.status {
 		t.Errorf("report's ErrorStatus %d, Run returned %d", got, o.status)
 	}

@@ -6,21 +6,27 @@ import (
 )
 
 // TestPairConversions: wall and Test Time Base convert into each other
-// exactly through one pair, and two pairs read 20 ms apart agree on the
-// elapsed time (RAW and REALTIME run at the same rate, give or take NTP's
-// slew) within a millisecond.
+// exactly through one pair, a pair's wall clock is CLOCK_REALTIME (the
+// clock time.Now reads), and the Test Time Base never runs backwards.
+//
+// Two pairs read apart are not compared with each other: the raw clock and
+// the wall clock run at rates NTP makes differ (thousands of ppm on a VM),
+// so their disagreement measures the machine, not this code.
 func TestPairConversions(t *testing.T) {
+	before := time.Now().UnixNano()
 	p := Now()
+	after := time.Now().UnixNano()
 	for _, d := range []int64{0, 1, -1, 123_456_789, -5_000_000_000} {
 		if got := p.MonoAt(p.WallAt(p.Mono + Time(d))); got != p.Mono+Time(d) {
 			t.Errorf("round trip of %d ns: %d", d, got-p.Mono)
 		}
 	}
-	time.Sleep(20 * time.Millisecond)
+	if p.Wall < before || p.Wall > after {
+		t.Errorf("pair's wall clock %d outside the time.Now reads around it [%d, %d]", p.Wall, before, after)
+	}
 	q := Now()
-	skew := (q.Wall - p.Wall) - int64(q.Mono-p.Mono)
-	if skew < -int64(time.Millisecond) || skew > int64(time.Millisecond) {
-		t.Errorf("two pairs 20 ms apart disagree by %d ns", skew)
+	if q.Mono < p.Mono {
+		t.Errorf("the Test Time Base ran backwards: %d after %d", q.Mono, p.Mono)
 	}
 	if sec, nsec := Split(q.Wall); Join(sec, nsec) != q.Wall || nsec >= 1e9 {
 		t.Errorf("Split/Join of %d: %d %d", q.Wall, sec, nsec)

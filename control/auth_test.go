@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -201,14 +203,14 @@ func TestVerifyDigest(t *testing.T) {
 func TestSignAllocs(t *testing.T) {
 	key := make([]byte, 32)
 	pdu := make([]byte, 104)
-	base := testing.AllocsPerRun(100, func() {
+	base := race.AllocsPerRun(100, func() {
 		mac := hmac.New(sha256.New, key)
 		mac.Write(pdu)
 		var sum [32]byte
 		mac.Sum(sum[:0])
 	})
-	sign := testing.AllocsPerRun(100, func() { Sign(pdu, key, 1, 1) })
-	verify := testing.AllocsPerRun(100, func() { VerifyDigest(pdu, key) })
+	sign := race.AllocsPerRun(100, func() { Sign(pdu, key, 1, 1) })
+	verify := race.AllocsPerRun(100, func() { VerifyDigest(pdu, key) })
 	if sign > base || verify > base {
 		t.Errorf("allocations: Sign %v, VerifyDigest %v, bare crypto/hmac %v", sign, verify, base)
 	}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func testClientConfig() ClientConfig {
@@ -151,21 +153,17 @@ func TestActivationTimeoutReleases(t *testing.T) {
 	sock, _ := cn.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{})
 	req := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1, ModifierBitmap: SetupJumbo, MaxBandwidth: 60}).Encode(make([]byte, SetupLen))
 	sock.SendTo(req, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.Port)))
-	time.Sleep(200 * time.Millisecond)
-	if conns, down, _ := s.Active(); conns != 1 || down != 60 {
-		t.Fatalf("after setup: %d connections, %d Mbps down reserved", conns, down)
+	await.True(t, "the setup to hold a Test Connection and 60 Mbps", func() bool {
+		conns, down, _ := s.Active()
+		return conns == 1 && down == 60
+	})
+	await.True(t, "the unactivated Test Connection to be released", func() bool {
+		conns, down, _ := s.Active()
+		return conns == 0 && down == 0
+	})
+	if s.Counters.Load(CountActivationWait) != 1 {
+		t.Errorf("timeout not counted")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if conns, down, _ := s.Active(); conns == 0 && down == 0 {
-			if s.Counters.Load(CountActivationWait) != 1 {
-				t.Errorf("timeout not counted")
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the unactivated Test Connection was never released")
 }
 
 // TestLegacyClient plays an OB-UDPST 8.2.0 client (protocol 11) against our
@@ -182,7 +180,7 @@ func TestLegacyClient(t *testing.T) {
 	req := (&SetupPDU{ProtocolVer: 11, MCCount: 1, MCIdent: 5, CmdRequest: 1, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	sock.SendTo(req, ctl)
 	buf := make([]byte, 2048)
-	n, _, err := sock.RecvFrom(buf, time.Now().Add(time.Second))
+	n, _, err := sock.RecvFrom(buf, time.Now().Add(await.Deadline))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,15 +197,12 @@ func TestLegacyClient(t *testing.T) {
 	taOut := ta.Encode(make([]byte, ActivationLen), true)
 	SealControlChecksum(taOut)
 	sock.Send(taOut)
-	for {
-		n, _, err = sock.RecvFrom(buf, time.Now().Add(time.Second))
-		if err != nil {
-			t.Fatalf("no activation response: %v (sent %d datagrams)", err, len(fs.Sent()))
-		}
-		if IsNullPDU(buf[:n]) {
-			t.Fatal("a Null PDU for a protocol 11 client")
-		}
-		break
+	n, _, err = sock.RecvFrom(buf, time.Now().Add(await.Deadline))
+	if err != nil {
+		t.Fatalf("no activation response: %v (sent %d datagrams)", err, len(fs.Sent()))
+	}
+	if IsNullPDU(buf[:n]) {
+		t.Fatal("a Null PDU for a protocol 11 client")
 	}
 	if n != ActivationLegacyLen {
 		t.Fatalf("activation response of %d bytes, want 60", n)
@@ -242,7 +237,7 @@ func TestJunkIsCheap(t *testing.T) {
 		{"wrong identifier", make([]byte, SetupLen), 1},
 		{"over the rate", limited, 0},
 	} {
-		if n := testing.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
+		if n := race.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
 			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
 		}
 	}

@@ -36,8 +36,9 @@ type ClientConn struct {
 	Activated clock.Pair // when the response arrived
 }
 
-// Alert receives OB-UDPST's ALERT lines (invalid control responses); they
-// do not change the outcome.
+// Alert receives OB-UDPST's ALERT lines (invalid control responses), every
+// one: the receiver caps what it shows (report.Collector.Alert). They do
+// not change the outcome.
 type Alert func(msg string)
 
 // resendAfter is when an unanswered Setup or Test Activation Request is
@@ -172,18 +173,15 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		Sign(taOut, keys.Client[:], uint32(time.Now().Unix()), cfg.KeyID)
 	}
 	var granted ActivationPDU
-	alerts := 0
 	// A lost activation is sent again once: a 9.0.0 server already in its
 	// Data Phase takes the copy as one invalid datagram.
 	err = exchange(ctx, sock, buf, deadline, 2, func() error { return sock.Send(taOut) },
 		func(b []byte, _ netip.AddrPort) (bool, error) {
 			if err := granted.Decode(b, false); err != nil {
 				// A lost response in a downstream test is followed by Load
-				// PDUs: OB-UDPST alerts at most 10 of them.
-				if alerts < 10 {
-					alert(alertText("test activation response", b) + " [Server" + suffix + "]")
-					alerts++
-				}
+				// PDUs, each an alert; the report caps them for the run
+				// (report.MaxAlerts), as OB-UDPST's ALERT_MSG_LIMIT does.
+				alert(alertText("test activation response", b) + " [Server" + suffix + "]")
 				return false, nil
 			}
 			if keyed {
@@ -202,7 +200,21 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	if err != nil {
 		return nil, setupErr(ctx, err, suffix)
 	}
+	// What the server granted must be what a server may grant for this
+	// request (dataphase.CheckGrant); OB-UDPST's client takes anything.
+	if err := dataphase.CheckGrant(grantParams(&ta), grantParams(&granted)); err != nil {
+		return nil, &SetupError{Status: 150, Msg: "ERROR: " + err.Error() + " in test activation response from server" + suffix}
+	}
 	return accepted(sock, cfg, server, peer, resp, granted)
+}
+
+// grantParams are the Data Phase parameters a Test Activation PDU (the
+// client's request or the server's response) stands for, as CheckGrant
+// compares them.
+func grantParams(a *ActivationPDU) dataphase.Params {
+	p := activationParams(a, false)
+	p.InitialRate = a.Rate
+	return p
 }
 
 // errExchangeTimeout ends an exchange that got no answer by the deadline.

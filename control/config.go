@@ -6,17 +6,19 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// Defaults and limits of OB-UDPST 9.0.0's options (measurement.md 7.1).
+// Defaults and limits of OB-UDPST 9.0.0's options (measurement.md 7.1);
+// the timing limits are the Data Phase's (a client checks a grant against
+// them, dataphase.CheckGrant).
 const (
-	DefaultTestIntTime  = 10   // s
-	MinTestIntTime      = 5    // s
-	MaxTestIntTime      = 3600 // s
+	DefaultTestIntTime  = 10 // s
+	MinTestIntTime      = dataphase.MinTestIntTime
+	MaxTestIntTime      = dataphase.MaxTestIntTime
 	DefaultSubIntPeriod = 1000 // ms
-	MinSubIntPeriod     = 100
-	MaxSubIntPeriod     = 10000
+	MinSubIntPeriod     = dataphase.MinSubIntPeriod
+	MaxSubIntPeriod     = dataphase.MaxSubIntPeriod
 	DefaultTrialInt     = 50 // ms
-	MinTrialInt         = 5
-	MaxTrialInt         = 250
+	MinTrialInt         = dataphase.MinTrialInt
+	MaxTrialInt         = dataphase.MaxTrialInt
 	DefaultLowThresh    = 30 // ms
 	DefaultUpperThresh  = 90 // ms
 	MaxDelayThresh      = 10000
@@ -57,6 +59,15 @@ type ServerConfig struct {
 	ShowErrors bool // -e
 	NoSubInt   bool // -s
 	LossRatio  bool // -r
+	// -O [+]file: the Load Receiver's per-datagram export (downstream),
+	// a file name with OB-UDPST's #-conversions and strftime's; ExportAll
+	// is the '+'.
+	ExportFile string
+	ExportAll  bool
+	// -E intf and -M: the local interface whose rate the results show,
+	// and whether it picks the maximum.
+	Interface    string
+	InterfaceMax bool
 }
 
 // DefaultServerConfig returns OB-UDPST's server defaults.
@@ -116,11 +127,21 @@ type ClientConfig struct {
 	// Output.
 	Format     string // "" (text), "json", "jsonb", "jsonf"
 	OutputFile string // --output: JSON written atomically
+	TextFile   string // --textfile: the result for node_exporter (*.prom), written atomically
 	Verbose    bool
 	Debug      bool
 	ShowErrors bool
 	NoSubInt   bool // -s
 	LossRatio  bool // -r
+	// -O [+]file: the Load Receiver's per-datagram export (downstream),
+	// a file name with OB-UDPST's #-conversions and strftime's; ExportAll
+	// is the '+'.
+	ExportFile string
+	ExportAll  bool
+	// -E intf and -M: the local interface whose rate the results show,
+	// and whether it picks the maximum.
+	Interface    string
+	InterfaceMax bool
 }
 
 // DefaultClientConfig returns OB-UDPST's client defaults.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/memnet"
 )
 
@@ -63,17 +64,6 @@ func setupFrom(t *testing.T, ep *memnet.Socket, ctl netip.AddrPort) uint16 {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestSetupFloodDoesNotLockOut: Setup Requests from 20 sources that never
 // activate reserve every slot over and over; a client from another address
 // still gets in at once, because a newer Setup evicts the oldest pending
@@ -106,7 +96,7 @@ func TestSetupFloodDoesNotLockOut(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	waitFor(t, "every slot reserved", func() bool { return s.Counters.Load(CountPendingEvicted) > 0 })
+	await.True(t, "every slot reserved", func() bool { return s.Counters.Load(CountPendingEvicted) > 0 })
 	ccfg := testClientConfig()
 	if _, err := Activate(context.Background(), cn, &ccfg, ServerAddr{Host: "127.0.0.1", Port: cfg.Port}, 0, 5, func(string) {}); err != nil {
 		t.Fatalf("a client from another address during the flood: %v", err)
@@ -163,7 +153,7 @@ func TestPendingPerSourceCap(t *testing.T) {
 	for range MaxPendingPerSource + 10 {
 		ep.SendTo(req, ctl)
 	}
-	waitFor(t, "every request handled", func() bool { return s.Counters.Load(CountSetupRequests) == MaxPendingPerSource+10 })
+	await.True(t, "every request handled", func() bool { return s.Counters.Load(CountSetupRequests) == MaxPendingPerSource+10 })
 	if got := s.Counters.Load(CountSetupAccepted); got != MaxPendingPerSource {
 		t.Errorf("%d accepted from one source, want %d", got, MaxPendingPerSource)
 	}
@@ -191,7 +181,7 @@ func TestActivationBoundToSetupAddress(t *testing.T) {
 
 	victim := endpoint(w, "127.0.0.3:5000")
 	victim.SendTo(ta, testPort)
-	waitFor(t, "the forged activation counted", func() bool { return s.Counters.Load(CountActivationForeign) == 1 })
+	await.True(t, "the forged activation counted", func() bool { return s.Counters.Load(CountActivationForeign) == 1 })
 	if b, _, ok := recv(victim, 100*time.Millisecond); ok {
 		t.Fatalf("the forged source got %d bytes", len(b))
 	}
@@ -236,7 +226,7 @@ func TestSetupRequestCarryingAckDropped(t *testing.T) {
 	req := (&SetupPDU{ProtocolVer: ProtocolVersion, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}).Encode(make([]byte, SetupLen))
 	req[9] = SetupAccepted
 	ep.SendTo(req, ctl)
-	waitFor(t, "the request counted", func() bool { return s.Counters.Load(CountSetupRequests) == 1 })
+	await.True(t, "the request counted", func() bool { return s.Counters.Load(CountSetupRequests) == 1 })
 	if b, _, ok := recv(ep, 100*time.Millisecond); ok {
 		t.Fatalf("answered with %x", b)
 	}
@@ -300,7 +290,7 @@ func TestRefusalsLoggedByEpisode(t *testing.T) {
 	for range flood {
 		ep.SendTo(bad, ctl)
 	}
-	waitFor(t, "every request handled", func() bool { return s.Counters.Load(CountSetupRequests) == flood })
+	await.True(t, "every request handled", func() bool { return s.Counters.Load(CountSetupRequests) == flood })
 	cancel()
 	<-done // Serve flushes the episodes as it ends
 	log := logBuf.String()

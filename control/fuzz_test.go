@@ -72,12 +72,12 @@ func fuzzChecksumOK(b []byte) bool {
 	return b[len(b)-2]|b[len(b)-1] == 0 || golden.Checksum(b) == 0
 }
 
-// fuzzCheck is the property shared by the control targets. decode returns
-// the decoder's error and, on success, the re-encoding of what it decoded and
-// whether a second Decode of that re-encoding equals the first.
-func fuzzCheck(t *testing.T, in []byte, pdu string, acceptable bool, decode func([]byte) (error, []byte, bool)) {
+// fuzzCheck is the property shared by the control targets. decode returns,
+// on success, the re-encoding of what it decoded and whether a second
+// Decode of that re-encoding equals the first, and the decoder's error.
+func fuzzCheck(t *testing.T, in []byte, pdu string, acceptable bool, decode func([]byte) ([]byte, bool, error)) {
 	t.Helper()
-	err, out, same := decode(in)
+	out, same, err := decode(in)
 	if err != nil {
 		var pe *dataphase.PDUError
 		if !errors.As(err, &pe) || pe.PDU != pdu || pe.Field == "" || pe.Reason == "" {
@@ -105,27 +105,27 @@ func dirty() []byte { return bytes.Repeat([]byte{0xa5}, ActivationLen+8) }
 
 func fuzzSetup(t *testing.T, in []byte) {
 	ok := len(in) == SetupLen && in[0] == 0xac && in[1] == 0xe1 && (in[8] == 1 || in[8] == 2) && fuzzChecksumOK(in)
-	fuzzCheck(t, in, "Setup PDU", ok, func(b []byte) (error, []byte, bool) {
+	fuzzCheck(t, in, "Setup PDU", ok, func(b []byte) ([]byte, bool, error) {
 		var p, q SetupPDU
 		if err := p.Decode(b); err != nil {
-			return err, nil, false
+			return nil, false, err
 		}
 		out := p.Encode(dirty())
 		err := q.Decode(out)
-		return nil, out, err == nil && q == p
+		return out, err == nil && q == p, nil
 	})
 }
 
 func fuzzNull(t *testing.T, in []byte) {
 	ok := len(in) == NullLen && in[0] == 0xde && in[1] == 0xad && fuzzChecksumOK(in)
-	fuzzCheck(t, in, "Null PDU", ok, func(b []byte) (error, []byte, bool) {
+	fuzzCheck(t, in, "Null PDU", ok, func(b []byte) ([]byte, bool, error) {
 		var p, q NullPDU
 		if err := p.Decode(b); err != nil {
-			return err, nil, false
+			return nil, false, err
 		}
 		out := p.Encode(dirty())
 		err := q.Decode(out)
-		return nil, out, err == nil && q == p
+		return out, err == nil && q == p, nil
 	})
 }
 
@@ -135,14 +135,14 @@ func fuzzActivation(t *testing.T, in []byte, legacy bool) {
 		n = ActivationLegacyLen
 	}
 	ok := len(in) == n && in[0] == 0xac && in[1] == 0xe2 && (in[4] == 1 || in[4] == 2) && fuzzChecksumOK(in)
-	fuzzCheck(t, in, "Test Activation PDU", ok, func(b []byte) (error, []byte, bool) {
+	fuzzCheck(t, in, "Test Activation PDU", ok, func(b []byte) ([]byte, bool, error) {
 		var p, q ActivationPDU
 		if err := p.Decode(b, legacy); err != nil {
-			return err, nil, false
+			return nil, false, err
 		}
 		out := p.Encode(dirty(), legacy)
 		err := q.Decode(out, legacy)
-		return nil, out, err == nil && q == p
+		return out, err == nil && q == p, nil
 	})
 }
 

@@ -221,6 +221,7 @@ func ClientKey(single string, file *KeyFile, keyID int, keyIDGiven bool) (key []
 		}
 		k, ok := file.Key(uint8(keyID))
 		if !ok {
+			//lint:ignore ST1005 OB-UDPST's own message (udpst.c), which scripts match: interop wins
 			return nil, 0, fmt.Errorf("Authentication key ID (%d) not found in key file", keyID)
 		}
 		return k, uint8(keyID), nil

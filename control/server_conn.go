@@ -89,7 +89,10 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))
-			if ev.End == dataphase.EndStopped && status.Load() > maxWarningStatus {
+			// The stop handshake, whoever began it, ends the test as a
+			// success for -1's exit status, as OB-UDPST's server does.
+			handshake := ev.End == dataphase.EndStopped || ev.End == dataphase.EndLocalStop || ev.End == dataphase.EndPeerStop
+			if handshake && status.Load() > maxWarningStatus {
 				status.Store(0)
 			}
 		case dataphase.EvWarning:
@@ -131,7 +134,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	log.Info("test started", "direction", direction(core))
 	<-sc.dp.Done()
 	r := dataphase.EndReason(endReason.Load())
-	s.Counters.end(r)
+	s.Counters.end(core.LoadSender(), r)
 	log.Info("test ended", "reason", r.String())
 }
 
@@ -253,6 +256,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			out = out[:taLen] // a short request: no auth block, no checksum field
 		}
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
+		p.PeerBytesIn, p.PeerBytesOut = n, len(out) // the anti-amplification budget's start (dataphase/amplification.go)
 		if err := sc.sock.Send(out); err != nil {
 			sc.log.error("cannot send test activation response", "peer", from, "err", err)
 			return nil, netip.AddrPort{}, false

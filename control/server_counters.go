@@ -78,15 +78,25 @@ const numSetupCodes = SetupConnFail + 1
 // The counters by a label, next to those of the table.
 var (
 	rejectedInfo = dataphase.CounterInfo{Name: "setup_rejected", Help: "Setup Requests answered with a refusal, by Setup response code"}
-	endedInfo    = dataphase.CounterInfo{Name: "tests_ended", Help: "Data Phases ended, by how they ended"}
+	endedInfo    = dataphase.CounterInfo{Name: "tests_ended", Help: "Data Phases ended, by direction and how they ended"}
 )
+
+// Directions index the counters and gauges kept per direction, as
+// Admission's bandwidth pools do.
+const (
+	dirDown = iota
+	dirUp
+	numDirs
+)
+
+var dirNames = [numDirs]string{dirDown: "downstream", dirUp: "upstream"}
 
 // ServerCounters count what the server's Control Phase saw and add up what
 // its Data Phases report in their events; any goroutine may add or read.
 type ServerCounters struct {
 	counts   [NumServerCounters]atomic.Uint64
-	rejected [numSetupCodes]atomic.Uint64           // by Setup code
-	ended    [dataphase.NumEndReasons]atomic.Uint64 // by end reason
+	rejected [numSetupCodes]atomic.Uint64                    // by Setup code
+	ended    [numDirs][dataphase.NumEndReasons]atomic.Uint64 // by direction and end reason
 	// Running Data Phases by direction.
 	runningDown, runningUp atomic.Int64
 	// data adds up the Data Phases' counts (the -G file's traffic
@@ -109,10 +119,15 @@ func (s *ServerCounters) reject(code uint8) {
 	}
 }
 
-// end counts an ended Data Phase by its reason.
-func (s *ServerCounters) end(r dataphase.EndReason) {
-	if int(r) < len(s.ended) {
-		s.ended[r].Add(1)
+// end counts an ended Data Phase by its direction (the server sends the
+// load downstream) and its reason.
+func (s *ServerCounters) end(loadSender bool, r dataphase.EndReason) {
+	d := dirUp
+	if loadSender {
+		d = dirDown
+	}
+	if int(r) < len(s.ended[d]) {
+		s.ended[d][r].Add(1)
 	}
 }
 
@@ -156,10 +171,13 @@ type ServerSnapshot struct {
 	Running, RunningDown, RunningUp int // Test Connections in the Data Phase
 	Reserved                        int // Test Connections holding a slot (also awaiting activation)
 	DownMbps, UpMbps                int // bandwidth reserved per direction
+	// The limits: the most Test Connections at once, and -B, the
+	// bandwidth per direction (0: no bandwidth Admission).
+	MaxConnections, MaxMbps int
 
-	Counts        [NumServerCounters]uint64       // by ServerCounter
-	Rejected      [numSetupCodes]uint64           // by Setup code
-	EndedByReason [dataphase.NumEndReasons]uint64 // by dataphase.EndReason
+	Counts   [NumServerCounters]uint64                // by ServerCounter
+	Rejected [numSetupCodes]uint64                    // by Setup code
+	Ended    [numDirs][dataphase.NumEndReasons]uint64 // by direction (downstream first) and dataphase.EndReason
 
 	Data dataphase.Counts // the Data Phases' counters, added up
 }
@@ -179,6 +197,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 	c := &s.Counters
 	var n ServerSnapshot
 	n.Reserved, n.DownMbps, n.UpMbps = s.adm.snapshot()
+	n.MaxConnections, n.MaxMbps = s.adm.maxConns, s.adm.maxBW
 	n.RunningDown, n.RunningUp = int(c.runningDown.Load()), int(c.runningUp.Load())
 	n.Running = n.RunningDown + n.RunningUp
 	for i := range c.counts {
@@ -187,8 +206,10 @@ func (s *Server) Snapshot() ServerSnapshot {
 	for i := range c.rejected {
 		n.Rejected[i] = c.rejected[i].Load()
 	}
-	for i := range c.ended {
-		n.EndedByReason[i] = c.ended[i].Load()
+	for d := range c.ended {
+		for r := range c.ended[d] {
+			n.Ended[d][r] = c.ended[d][r].Load()
+		}
 	}
 	n.Data = c.data.Load()
 	return n
@@ -201,28 +222,40 @@ type Metric struct {
 	// Gauge: a level that goes down as well as up; otherwise a count
 	// since the server started.
 	Gauge bool
-	// Label and LabelValue name the counter's part of a labelled counter
+	// Direction is "downstream" or "upstream" for a value kept per
+	// direction, "" for the others.
+	Direction string
+	// Label and LabelValue name the value's part of a labelled counter
 	// (a refusal's "code", an end's "reason"); "" for the others.
 	Label, LabelValue string
 	Value             uint64
 }
 
+// bytesPerMbps converts the Mbps of Admission into the bytes per second
+// metrics use (Prometheus names carry base units).
+const bytesPerMbps = 1e6 / 8
+
 // Each calls f for every value of the snapshot, in a fixed order: the
 // gauges, the Control Phase counters, the refusals by Setup code and the
-// ends by reason (the codes and reasons that exist, zero or not), and the
-// Data Phases' counters.
+// ends by direction and reason (the codes and reasons that exist, zero or
+// not), and the Data Phases' counters. The bandwidth limit is listed only
+// with -B.
 func (n *ServerSnapshot) Each(f func(Metric)) {
-	for _, g := range []struct {
-		name, help string
-		v          int
-	}{
-		{"running_downstream", "Test Connections in a downstream Data Phase", n.RunningDown},
-		{"running_upstream", "Test Connections in an upstream Data Phase", n.RunningUp},
-		{"reserved_connections", "Test Connections holding a slot, also those awaiting activation", n.Reserved},
-		{"reserved_downstream_mbps", "Bandwidth reserved downstream (Mbps)", n.DownMbps},
-		{"reserved_upstream_mbps", "Bandwidth reserved upstream (Mbps)", n.UpMbps},
-	} {
-		f(Metric{CounterInfo: dataphase.CounterInfo{Name: g.name, Help: g.help}, Gauge: true, Value: uint64(max(g.v, 0))})
+	gauge := func(name, help, dir string, v uint64) {
+		f(Metric{CounterInfo: dataphase.CounterInfo{Name: name, Help: help}, Gauge: true, Direction: dir, Value: v})
+	}
+	u := func(v int) uint64 { return uint64(max(v, 0)) } // in uint64 before scaling: 100000 Mbps overflows a 32-bit int in bytes
+	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirDown], u(n.RunningDown))
+	gauge("running_connections", "Test Connections in their Data Phase", dirNames[dirUp], u(n.RunningUp))
+	gauge("reserved_connections", "Test Connections holding a slot, also those awaiting activation", "", u(n.Reserved))
+	gauge("max_connections", "The most Test Connections the server admits at once", "", u(n.MaxConnections))
+	const reservedHelp = "Bandwidth reserved by Admission for the Test Connections holding a slot (bytes per second)"
+	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirDown], u(n.DownMbps)*bytesPerMbps)
+	gauge("reserved_bandwidth_bytes_per_second", reservedHelp, dirNames[dirUp], u(n.UpMbps)*bytesPerMbps)
+	if n.MaxMbps > 0 {
+		const limitHelp = "Bandwidth Admission grants per direction, the server's --bandwidth/-B (bytes per second)"
+		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirDown], u(n.MaxMbps)*bytesPerMbps)
+		gauge("bandwidth_limit_bytes_per_second", limitHelp, dirNames[dirUp], u(n.MaxMbps)*bytesPerMbps)
 	}
 	for c := range NumServerCounters {
 		f(Metric{CounterInfo: c.Info(), Value: n.Counts[c]})
@@ -230,8 +263,10 @@ func (n *ServerSnapshot) Each(f func(Metric)) {
 	for code := SetupBadVersion; code < numSetupCodes; code++ {
 		f(Metric{CounterInfo: rejectedInfo, Label: "code", LabelValue: strconv.Itoa(int(code)), Value: n.Rejected[code]})
 	}
-	for r := dataphase.EndStopped; r < dataphase.NumEndReasons; r++ {
-		f(Metric{CounterInfo: endedInfo, Label: "reason", LabelValue: r.Name(), Value: n.EndedByReason[r]})
+	for d := range n.Ended {
+		for r := dataphase.EndStopped; r < dataphase.NumEndReasons; r++ {
+			f(Metric{CounterInfo: endedInfo, Direction: dirNames[d], Label: "reason", LabelValue: r.Name(), Value: n.Ended[d][r]})
+		}
 	}
 	for c := range dataphase.NumCounters {
 		f(Metric{CounterInfo: c.Info(), Value: n.Data[c]})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/golden"
 	"github.com/udpstp/udpstp/internal/memnet"
 )
@@ -181,7 +182,7 @@ func authTimeOr(b []byte) time.Time {
 // waitSent waits for the nth datagram sent on a fake socket.
 func waitSent(t *testing.T, s *memnet.Socket, nth int) []byte {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(await.Deadline); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if sent := s.Sent(); len(sent) >= nth {
 			return sent[nth-1].B
 		}

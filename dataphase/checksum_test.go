@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // TestChecksumVectors protects the RFC 1071 arithmetic every PDU checksum
@@ -96,7 +97,7 @@ func TestChecksumRandom(t *testing.T) {
 // TestChecksumNoAllocs keeps the per-datagram checksum free of allocations.
 func TestChecksumNoAllocs(t *testing.T) {
 	b := make([]byte, StatusLen)
-	if n := testing.AllocsPerRun(100, func() {
+	if n := race.AllocsPerRun(100, func() {
 		_ = Checksum(b)
 		_ = ChecksumValid(b)
 	}); n != 0 {

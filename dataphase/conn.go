@@ -29,8 +29,10 @@ type Conn struct {
 	start clock.Time
 
 	// Stop handshake (wire.md 1.7).
-	action      uint8 // the testAction our next PDU carries
-	stopping    bool  // server: the test time is over; client: a stop was seen or decided
+	action      uint8     // the testAction our next PDU carries
+	stopping    bool      // server: the test time is over; client: a stop was seen or decided
+	stopCause   EndReason // server: why it is stopping, its end once the client confirms
+	endedEarly  bool      // client: the server stopped before the test time (serverStopped)
 	stopAt      clock.Time
 	confirm     bool // client: send one PDU carrying action now, then end
 	closeReason EndReason
@@ -55,12 +57,26 @@ type Conn struct {
 	peerRTTSum    uint32
 	peerRTTCnt    uint32
 
-	// Server: over-rate policing of an upstream Load Sender.
+	// Server: over-rate policing of an upstream Load Sender, on what the
+	// socket really received since polStart (wall ns): every datagram's
+	// real length, valid or not.
 	assigned  []float64 // nominal Mbps of the rows of the last policeWindow of Status PDUs
 	nextSlot  int
 	lastRow   int // the row whose rate is lastMbps; -1: none yet
 	lastMbps  float64
 	overCount int
+	polStart  int64
+	polBytes  uint64
+	polDgrams uint64
+
+	// Server: the anti-amplification rule (amplification.go), and the
+	// Status PDU last written (its length and send time), for Sent.
+	amp        ampGuard
+	statusLen  int
+	statusWall int64
+
+	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
+	refused int
 
 	counts        Counts // since the last event that carried them
 	warnings      int
@@ -93,6 +109,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		c.stopAt = now.Mono + clock.Time(p.TestIntTime+ClientStopExtra)
 	}
 	c.watchdogAt = now.Mono + clock.Time(Watchdog)
+	c.amp.init(&c.p, now.Mono)
 	c.lastRx, c.lastRxSet = now.Mono, true
 	budget := p.CatchUpBudget
 	if budget == 0 {
@@ -101,7 +118,10 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	frag := newFragPlan(p.PathMTU, p.IPv6)
 	if c.loadSender {
 		row := p.InitialRate
-		if p.Server {
+		switch {
+		case c.amp.on:
+			row = c.row(0) // until the peer shows it receives (amplification.go)
+		case p.Server:
 			row = c.row(c.rc.Index())
 		}
 		c.snd.ipv6, c.snd.random, c.snd.noRoll = p.IPv6, p.RandomPayload, p.NoSeqRollback
@@ -116,6 +136,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 				n = max(n, int(policeWindow/p.TrialInt))
 			}
 			c.assigned, c.lastRow = make([]float64, n), -1
+			c.polStart = now.Wall
 			c.noteAssigned()
 		}
 	}
@@ -166,6 +187,9 @@ func (c *Conn) Deadline() clock.Time {
 		return c.start // at once
 	}
 	d := min(c.watchdogAt, c.stopAt)
+	if c.amp.on {
+		d = min(d, c.amp.deadline)
+	}
 	if c.loadSender {
 		d = min(d, c.snd.nextDue())
 	} else {
@@ -183,7 +207,7 @@ func (c *Conn) Stop() {
 	}
 	if c.p.Server {
 		if !c.stopping {
-			c.stopping = true
+			c.stopping, c.stopCause = true, EndLocalStop
 			c.stopAt = clock.Never
 		}
 		return
@@ -221,9 +245,12 @@ func (c *Conn) canWarn(always bool) bool {
 	return c.warnings < MaxWarnings && (always || (c.action == ActionTest && !c.stopping))
 }
 
-// warn records a warning event if canWarn allows it.
+// warn records a warning event if canWarn allows it. Code 0 is our own
+// error that ends the Test Connection (a socket failure, a policed or
+// unverified peer): one per Test Connection at most, so it always goes
+// out, however many warnings came before.
 func (c *Conn) warn(code uint8, text string, always bool) {
-	if !c.canWarn(always) {
+	if code != 0 && !c.canWarn(always) {
 		return
 	}
 	c.warnings++
@@ -232,10 +259,16 @@ func (c *Conn) warn(code uint8, text string, always bool) {
 
 // timers runs what is due at now that is not a transmission.
 func (c *Conn) timers(now clock.Time) {
+	if c.amp.on && now >= c.amp.deadline {
+		c.warn(0, "ERROR: Peer never confirmed receipt of what was sent to it (forged activation?)", true)
+		c.end(EndUnverified)
+		return
+	}
 	if now >= c.watchdogAt {
 		if c.stopping && c.p.Server {
-			// The test ran its time; only the confirmation was lost.
-			c.end(EndStopped)
+			// The server stopped (the test time was over, or a
+			// shutdown); only the confirmation was lost.
+			c.end(c.stopCause)
 		} else {
 			c.end(EndWatchdog)
 		}
@@ -243,7 +276,7 @@ func (c *Conn) timers(now clock.Time) {
 	}
 	if now >= c.stopAt && !c.stopping && c.action == ActionTest {
 		if c.p.Server {
-			c.stopping = true
+			c.stopping, c.stopCause = true, EndStopped
 		} else {
 			// The server never said stop: end on our own, telling it.
 			c.action = ActionStop1
@@ -305,8 +338,22 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 		bu = c.confirmBurst()
 	default:
 		var ok bool
-		bu, ok = c.snd.fire(now.Mono, c.stopping)
-		if !ok && c.snd.deferN == 0 {
+		if c.amp.on {
+			lo := uint32(MinPayloadIPv4)
+			if c.p.IPv6 {
+				lo = MinPayloadIPv6
+			}
+			pending := c.snd.deferredBytes()
+			c.snd.sizeCap = c.amp.sizeCap(pending, lo)
+			bu, ok = c.snd.fire(now.Mono, c.stopping)
+			if ok && bu.count() > 0 && !c.ampFits(bu, pending) {
+				c.counts[CountAmpHeld]++
+				bu = burst{} // the firing passes: the budget is spent
+			}
+		} else {
+			bu, ok = c.snd.fire(now.Mono, c.stopping)
+		}
+		if (!ok || bu.count() == 0) && c.snd.deferN == 0 {
 			return false
 		}
 	}
@@ -333,6 +380,19 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 	return n > 0
 }
 
+// ampFits reports whether Burst bu may go before validation, with pending
+// bytes deferred from an earlier plan (amplification.go).
+func (c *Conn) ampFits(bu burst, pending int64) bool {
+	if c.snd.sizeCap == 0 || c.amp.nSizes+c.snd.deferN+bu.count() > maxUnvalidated {
+		return false
+	}
+	b := pending + int64(bu.n)*int64(bu.payload)
+	if bu.addon != 0 {
+		b += int64(bu.addon)
+	}
+	return b <= c.amp.budget()
+}
+
 // confirmBurst is the one datagram that carries a client's stop action.
 func (c *Conn) confirmBurst() burst {
 	for t := range c.snd.tx {
@@ -351,9 +411,21 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	}
 	if !c.confirm {
 		c.statusAt = now.Mono + clock.Time(c.p.TrialInt)
+		if c.p.Server && c.p.PoliceOverRate && !c.stopping {
+			// Every Trial Interval, whether a Status PDU goes or not: a
+			// sender whose every PDU is invalid is policed too.
+			c.police(now.Wall)
+			if c.done {
+				return false
+			}
+		}
 		if c.rcv.last == 0 {
 			// No Status PDU before the first Load PDU; no number used.
 			return false
+		}
+		if c.amp.on && c.amp.budget() < int64(statusLenFor(c.p.Legacy)) {
+			c.counts[CountAmpHeld]++
+			return false // the budget is spent; the next Load PDUs refill it
 		}
 	}
 	s := &c.statusScratch
@@ -385,6 +457,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	}
 	n := s.Encode(b.slot(0), c.p.Legacy)
 	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
+	c.statusLen, c.statusWall = n, clock.Join(s.SpduTimeSec, s.SpduTimeNsec)
 	b.N, b.RandomFill = 1, false
 	if c.rcv.bleach && !c.localBleach {
 		c.localBleach = true
@@ -408,12 +481,6 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 // Status PDU, and polices the client's rate. fb is the Trial Interval the
 // Status PDU reports.
 func (c *Conn) adjustUpstream(now clock.Pair, fb TrialFeedback) {
-	if c.p.PoliceOverRate && !c.stopping {
-		c.police(now.Wall, fb)
-		if c.done {
-			return
-		}
-	}
 	if c.stopping {
 		return
 	}
@@ -444,13 +511,19 @@ func (c *Conn) noteAssigned() {
 // for 3 Trial Intervals in a row (ADR: the server polices the rate it
 // assigns). The assigned rate is the highest row of the last policeWindow
 // of Status PDUs; two jumbo datagrams of slack keep row 0's random sizes
-// from tripping it.
-func (c *Conn) police(nowWall int64, fb TrialFeedback) {
-	us := roundUs(nowWall - c.rcv.trialStart)
+// from tripping it. What counts is what the socket really received: every
+// datagram since the last Trial Interval, valid or not, at its real
+// length (recvmmsg's, not the Load PDU's udpPayload claim, which a sender
+// may set to anything: an upstream client assigned 0.11 Mbps sent 94 for
+// a whole test by claiming 0).
+func (c *Conn) police(nowWall int64) {
+	us := roundUs(nowWall - c.polStart)
 	if us <= 0 {
 		return
 	}
-	bits := float64((uint64(c.rcv.trial.bytes)+uint64(fb.Datagrams)*uint64(L3Overhead(c.p.IPv6)))*8) / float64(us) // Mbps
+	bytes, dgrams := c.polBytes, c.polDgrams
+	c.polStart, c.polBytes, c.polDgrams = nowWall, 0, 0
+	bits := float64((bytes+dgrams*uint64(L3Overhead(c.p.IPv6)))*8) / float64(us) // Mbps
 	assigned := 0.0
 	for _, m := range c.assigned {
 		assigned = max(assigned, m)
@@ -475,6 +548,9 @@ func (c *Conn) trialEvent(fb TrialFeedback, s *StatusPDU, sent bool) {
 		RTTVarSample: s.RTTVarSample,
 		Datagrams:    s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime,
 		Index: c.Index(), Sent: sent,
+	}
+	if c.loadSender {
+		t.SendRate, t.SendRateSet = c.snd.row, true
 	}
 	// The Status PDU's figures: what we received in its Trial Interval
 	// (ours) or what the peer received of our load (the peer's).
@@ -504,21 +580,70 @@ func (c *Conn) subInterval(r SubIntervalResult) {
 	c.subOut++
 	if c.loadSender {
 		c.snd.takeCounters(&r)
+		k := &c.counts
+		k[CountSkippedBursts] += uint64(r.SkippedBursts)
+		k[CountSkippedDatagrams] += uint64(r.SkippedDgrams)
+		k[CountWithheldDatagrams] += uint64(r.WithheldDgrams)
 	}
 	c.events = append(c.events, Event{Kind: EvSubInterval, SubInt: r})
 }
 
 // Sent reports how many datagrams of the last plan the kernel accepted.
 func (c *Conn) Sent(n int) {
+	if c.amp.on && n > 0 {
+		if c.loadSender {
+			for i := 0; i < min(n, c.snd.planN); i++ {
+				c.amp.sentLoad(c.snd.plan[i].len)
+			}
+		} else {
+			c.amp.sentStatus(c.statusLen, c.statusWall)
+		}
+	}
 	if c.loadSender {
 		c.snd.sent(n)
 	}
+}
+
+// RefusedLimit is how many ICMP port unreachable errors in a row, with no
+// valid PDU from the peer in between, end a Test Connection early
+// (EndPeerGone): nothing listens there any more (the peer exited or was
+// killed), so there is no point waiting for the 3 s watchdog, and a
+// server stops sending to an address that refuses it. One refusal alone
+// proves nothing (an old datagram after a NAT rebinding, a restart).
+const RefusedLimit = 3
+
+// PeerRefused tells the core that its socket reported n ICMP port
+// unreachable errors (the executor calls it; engine.RefusalSink).
+func (c *Conn) PeerRefused(n int) {
+	if c.done || n <= 0 {
+		return
+	}
+	c.counts[CountPeerRefused] += uint64(n)
+	c.refused += n
+	if c.refused < RefusedLimit {
+		return
+	}
+	if c.p.Server && c.stopping {
+		// The server was stopping (its end time, or a shutdown); the
+		// client left before confirming.
+		c.end(c.stopCause)
+		return
+	}
+	c.warn(0, fmt.Sprintf("ERROR: Test Connection ended early: the peer's port is unreachable (%d ICMP port unreachable, nothing received in between)", c.refused), true)
+	c.end(EndPeerGone)
 }
 
 // Receive takes a batch of datagrams read from the Test Connection's socket.
 func (c *Conn) Receive(b *RecvBatch) {
 	for i := 0; i < b.N && !c.done; i++ {
 		d := &b.Dgrams[i]
+		if c.amp.on {
+			c.amp.in += int64(d.Len)
+		}
+		if c.assigned != nil {
+			c.polBytes += uint64(d.Len)
+			c.polDgrams++
+		}
 		if c.loadSender {
 			c.onStatus(b.Data(i), d, b.Pair)
 		} else {
@@ -533,10 +658,23 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		c.invalid("load", err, data, d.Len)
 		return
 	}
+	if int(h.UDPPayload) != d.Len {
+		// OB-UDPST counts the claim without comparing it (wire.md 6.6):
+		// its senders always write the real length (udpst_data.c sets
+		// udpPayload to each datagram's size, GSO segments included), so
+		// a mismatch is a broken or lying sender, and its PDU is invalid
+		// here, counted as a size error. Nothing that interoperates sends
+		// one; a lying sender's datagrams still count for policing.
+		c.invalid("load", errLoadLength, data, d.Len)
+		return
+	}
+	if c.amp.on && c.amp.echoed(clock.Join(h.SpduTimeSec, h.SpduTimeNsec)) {
+		c.amp.on = false // the peer got one of our Status PDUs
+	}
 	if c.p.Server {
 		if h.TestAction != ActionTest {
-			// The client's confirmation (or its own stop): done.
-			c.end(EndStopped)
+			// The client's confirmation, or its own stop: done.
+			c.end(c.peerStopped())
 			return
 		}
 		if !c.stopping {
@@ -547,6 +685,7 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 			return // stopping: further Load PDUs are ignored
 		}
 		if h.TestAction != ActionTest {
+			c.serverStopped(d.Time)
 			c.action = h.TestAction
 			c.confirm, c.closeReason = true, EndStopped
 			return
@@ -562,9 +701,44 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 }
 
+// peerStopped is a server's end when the client's PDU carries a stop: its
+// confirmation of the server's own stop ends the test as the server meant
+// (the end time, or a shutdown); a stop before the server said one is the
+// client's (its interrupt or safety stop) or a forged one, which the log
+// and the counters must not call "end time reached".
+func (c *Conn) peerStopped() EndReason {
+	if c.stopping {
+		return c.stopCause
+	}
+	return EndPeerStop
+}
+
+// WarnEndedEarly is the client's warning code for a test the server
+// stopped before its time (ours: OB-UDPST's warnings take 1 to 8 of the
+// 1..49 range, and its client reports such a test as complete).
+const WarnEndedEarly = 9
+
+// serverStopped checks the time of the server's stop, seen at t. A server
+// stops testIntTime + 500 ms after it activated the test; a stop that
+// arrives before testIntTime has passed on our clock (delays on the path
+// only make it later) means the server cut the test short: a stop, a
+// signal, a restart, or a forged stop. The results so far stand, with a
+// warning that says so; it is not subject to the cap on warnings, as it
+// comes once and decides how the result must be read.
+func (c *Conn) serverStopped(t clock.Time) {
+	ran := time.Duration(t - c.start)
+	if ran >= c.p.TestIntTime || c.endedEarly {
+		return
+	}
+	c.endedEarly = true
+	c.events = append(c.events, Event{Kind: EvWarning, Code: WarnEndedEarly,
+		Text: fmt.Sprintf("WARNING: Test ended early by the server after %.1f of %d s", ran.Seconds(), int(c.p.TestIntTime/time.Second))})
+}
+
 // seen records a valid PDU's arrival and the peer's rxStopped flag.
 func (c *Conn) seen(t clock.Time, peerRxStopped uint8) {
 	c.lastRx, c.lastRxSet = t, true
+	c.refused = 0
 	stopped := peerRxStopped == 1
 	if stopped && !c.peerRxStopped {
 		c.counts[CountRemoteTrafficStop]++
@@ -586,12 +760,37 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.invalid("status", err, data, d.Len)
 		return
 	}
+	if c.amp.on {
+		switch {
+		case c.amp.proves(s.TiRxDatagrams, s.TiRxBytes):
+			// Validated: the normal rates apply from this Status PDU's
+			// rate adjustment on.
+			c.amp.on, c.snd.sizeCap = false, 0
+		case s.TiRxDatagrams > 0:
+			// It reports Load PDUs we never sent: forged, or not ours.
+			c.counts[CountStatusUnproven]++
+			c.amp.unproven++
+			if c.amp.unproven >= maxUnproven {
+				c.warn(0, fmt.Sprintf("ERROR: %d Status PDUs reported Load PDUs that were never sent (forged activation?)", c.amp.unproven), true)
+				c.end(EndUnverified)
+			}
+			return
+		}
+		// Reporting none proves nothing: a sign of life only (below, no
+		// rate adjustment).
+	}
+	if !c.p.Server && !s.Rate.Valid() {
+		// A row no table holds would make us send as fast as we can.
+		c.invalid("status", errStatusRate, data, d.Len)
+		return
+	}
 	stop := s.TestAction != ActionTest
 	if !c.p.Server {
 		if c.action != ActionTest || c.confirm {
 			return
 		}
 		if stop {
+			c.serverStopped(d.Time)
 			c.action = s.TestAction
 			c.confirm, c.closeReason = true, EndStopped
 		}
@@ -658,10 +857,10 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	c.snd.fragStatusArrived()
 	if c.p.Server {
 		if stop {
-			c.end(EndStopped)
+			c.end(c.peerStopped())
 			return
 		}
-		if !c.stopping {
+		if !c.stopping && !c.amp.on {
 			c.rc.Adjust(fb, s.SubIntSeqNo)
 			c.snd.setRow(c.row(c.rc.Index()), pair.Mono)
 		}

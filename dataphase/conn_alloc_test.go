@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // TestInvalidFloodAllocatesNothing: once a Test Connection has shown its
@@ -24,7 +25,7 @@ func TestInvalidFloodAllocatesNothing(t *testing.T) {
 	b.N = 64
 	c.Receive(&b) // the first ten warn
 	c.Events()
-	if a := testing.AllocsPerRun(20, func() { c.Receive(&b) }); a != 0 {
+	if a := race.AllocsPerRun(20, func() { c.Receive(&b) }); a != 0 {
 		t.Errorf("%.1f allocations per batch of invalid datagrams", a)
 	}
 	if c.counts[CountLoadInvalidFormat] < 64*21 {

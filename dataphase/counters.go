@@ -40,6 +40,13 @@ const (
 	// "Traffic has completely stopped", here and at the peer.
 	CountLocalTrafficStop
 	CountRemoteTrafficStop
+	// The Load Sender's own view, which no Status PDU carries: Bursts it
+	// skipped because they fell more than the catch-up budget behind, the
+	// datagrams they held, and datagrams the kernel refused that were
+	// never sent (counted once per Sub-Interval).
+	CountSkippedBursts
+	CountSkippedDatagrams
+	CountWithheldDatagrams
 	// Invalid Load and Status PDUs, by what failed.
 	CountLoadInvalidSize
 	CountLoadInvalidFormat
@@ -47,6 +54,14 @@ const (
 	CountStatusInvalidSize
 	CountStatusInvalidFormat
 	CountStatusInvalidChecksum
+	// ICMP port unreachable errors the socket reported (the executor
+	// tells the core, engine.RefusalSink).
+	CountPeerRefused
+	// Anti-amplification (amplification.go), server only: Load or Status
+	// PDUs held back because the budget was spent, and Status PDUs dropped
+	// because they reported Load PDUs that were never sent.
+	CountAmpHeld
+	CountStatusUnproven
 
 	NumCounters // the number of Counters, not a Counter
 )
@@ -75,12 +90,18 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountRemoteStatusLoss:      {"remote_status_loss", "Status PDUs this end sent that the peer reported lost (a reordered one counts 65535)"},
 	CountLocalTrafficStop:      {"local_traffic_stop", "Times the incoming traffic stopped completely for a second"},
 	CountRemoteTrafficStop:     {"remote_traffic_stop", "Times the peer reported its incoming traffic stopped completely"},
+	CountSkippedBursts:         {"skipped_bursts", "Bursts this end skipped as Load Sender because they fell more than the catch-up budget behind"},
+	CountSkippedDatagrams:      {"skipped_datagrams", "Datagrams of the Bursts this end skipped as Load Sender"},
+	CountWithheldDatagrams:     {"withheld_datagrams", "Load datagrams the kernel refused that this end never sent"},
 	CountLoadInvalidSize:       {"load_invalid_size", "Load PDUs dropped for their length"},
 	CountLoadInvalidFormat:     {"load_invalid_format", "Load PDUs dropped for a field other than the length or checksum"},
 	CountLoadInvalidChecksum:   {"load_invalid_checksum", "Load PDUs dropped for their checksum"},
 	CountStatusInvalidSize:     {"status_invalid_size", "Status PDUs dropped for their length"},
 	CountStatusInvalidFormat:   {"status_invalid_format", "Status PDUs dropped for a field other than the length or checksum"},
 	CountStatusInvalidChecksum: {"status_invalid_checksum", "Status PDUs dropped for their checksum"},
+	CountPeerRefused:           {"peer_refused", "ICMP port unreachable errors for what this end sent to the peer"},
+	CountAmpHeld:               {"amplification_held", "Load or Status PDUs held back before the peer showed it receives, the budget being spent"},
+	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for reporting Load PDUs that were never sent"},
 }
 
 // CheckCounterInfo reports the first entry of a counter table whose name

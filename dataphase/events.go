@@ -26,9 +26,20 @@ type EndReason uint8
 const (
 	EndStopped   EndReason = iota + 1 // the stop handshake completed (success)
 	EndWatchdog                       // no valid PDU for 3 s
-	EndLocalStop                      // Stop was called (interrupt, shutdown)
+	EndLocalStop                      // Stop was called (interrupt, shutdown), the stop handshake done or given up
 	EndOverRate                       // the server stopped a Load Sender above 1.5x its rate
 	EndFailure                        // a socket failure the executor reported
+	// EndPeerStop: a server's peer sent a stop before the end time (the
+	// client's interrupt, its own safety stop, or a forged stop).
+	EndPeerStop
+	// EndPeerGone: ICMP port unreachable kept coming back for what we
+	// sent (RefusedLimit in a row, no valid PDU in between): nothing
+	// listens at the peer's address and port any more.
+	EndPeerGone
+	// EndUnverified: a server's peer never showed that it receives what
+	// the server sends it (amplification.go): a forged activation, most
+	// likely, or a path that loses everything towards the peer.
+	EndUnverified
 
 	NumEndReasons // one more than the last EndReason: arrays by reason have this length
 )
@@ -46,6 +57,12 @@ func (r EndReason) Name() string {
 		return "over_rate"
 	case EndFailure:
 		return "failure"
+	case EndPeerStop:
+		return "peer_stop"
+	case EndPeerGone:
+		return "peer_gone"
+	case EndUnverified:
+		return "unverified"
 	}
 	return "unknown"
 }
@@ -62,6 +79,12 @@ func (r EndReason) String() string {
 		return "load sender above 1.5x its assigned rate"
 	case EndFailure:
 		return "socket failure"
+	case EndPeerStop:
+		return "stopped by the peer before the end time"
+	case EndPeerGone:
+		return "peer port unreachable"
+	case EndUnverified:
+		return "peer never confirmed receipt"
 	}
 	return "unknown"
 }
@@ -125,6 +148,20 @@ type TrialInfo struct {
 	DeltaTimeUs        uint32
 	Index              int // the server's row after adjustment, -1 on a client
 	Sent               bool
+	// SendRate is the Load Sender's row after the Status PDU (a client's
+	// upstream: the row the server just assigned), for a progress line;
+	// SendRateSet is false where this end receives the load.
+	SendRate    SendingRate
+	SendRateSet bool
+}
+
+// L3Mbps is the Trial Interval's received rate at L3 (UDP payload plus
+// the UDP and IP headers), 0 without a duration.
+func (t *TrialInfo) L3Mbps(ipv6 bool) float64 {
+	if t.DeltaTimeUs == 0 {
+		return 0
+	}
+	return float64((uint64(t.Datagrams)*uint64(L3Overhead(ipv6))+uint64(t.Bytes))*8) / float64(t.DeltaTimeUs)
 }
 
 // Event is what a core reports to its executor. Events are rare (a few per

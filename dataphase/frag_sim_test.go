@@ -21,6 +21,7 @@ func fragParams(upstream, server bool, row uint16, mtu int) dataphase.Params {
 	switch {
 	case server:
 		p.Table, p.Seed = table, 2
+		p.PeerBytesIn, p.PeerBytesOut = 104, 104 // a Test Activation Request and Response
 	case row == dataphase.AutoRateIndex:
 		p.InitialRate = table[0]
 	default:

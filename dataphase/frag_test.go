@@ -1,6 +1,10 @@
 package dataphase
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/udpstp/udpstp/internal/race"
+)
 
 func TestFragPlan(t *testing.T) {
 	cases := []struct {
@@ -65,14 +69,14 @@ func TestFragCountingAllocs(t *testing.T) {
 	var r receiver
 	r.init(1, 0, f)
 	h := LoadHeader{UDPPayload: 8972}
-	if n := testing.AllocsPerRun(1000, func() {
+	if n := race.AllocsPerRun(1000, func() {
 		h.SeqNo++
 		r.onLoad(&h, int64(h.SeqNo)*1e6, 0, false)
 	}); n != 0 {
 		t.Errorf("receiver: %v allocations per Load PDU", n)
 	}
 	s := sender{frag: f, fragOn: true}
-	if n := testing.AllocsPerRun(1000, func() {
+	if n := race.AllocsPerRun(1000, func() {
 		s.planN = 10
 		for i := range 10 {
 			s.plan[i] = pendingDgram{seq: uint32(i + 1), len: 8972}

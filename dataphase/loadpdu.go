@@ -71,14 +71,15 @@ var (
 	errLoadAction   = &PDUError{PDU: "Load PDU", Field: "testAction", Reason: "above 2"}
 	errLoadStopped  = &PDUError{PDU: "Load PDU", Field: "rxStopped", Reason: "neither 0 nor 1"}
 	errLoadChecksum = &PDUError{PDU: "Load PDU", Field: "checkSum", Reason: "does not verify over the header"}
+	errLoadLength   = &PDUError{PDU: "Load PDU", Field: "length", Reason: "udpPayload differs from the datagram's real length"}
 )
 
 // Decode parses a Load PDU header from b, which holds at least the first 32
 // bytes of the datagram (receivers read only the header; the filler is never
 // interpreted, wire.md 6.2). It checks what OB-UDPST checks (wire.md 6.6):
 // the identifier, testAction <= 2, rxStopped in {0,1} and a non-zero checksum.
-// UDPPayload is not compared with the datagram length: OB-UDPST counts the
-// header's value and so do we; callers that know the real length may check it.
+// UDPPayload is not compared with the datagram length, which the header
+// alone does not give; Conn does, with the length the socket reported.
 func (h *LoadHeader) Decode(b []byte) error {
 	if len(b) < LoadHeaderLen {
 		return errLoadShort

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // fullLoadHeader has a distinct non-zero value in every field, so that a
@@ -210,7 +212,7 @@ func TestLoadHeaderNoAllocs(t *testing.T) {
 	h.Encode(b[:])
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if n := testing.AllocsPerRun(100, tt.f); n != 0 {
+			if n := race.AllocsPerRun(100, tt.f); n != 0 {
 				t.Fatalf("%v allocations, want 0", n)
 			}
 		})

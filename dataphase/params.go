@@ -55,6 +55,16 @@ type Params struct {
 	// fragmentation, as OB-UDPST does.
 	PathMTU int
 
+	// PeerBytesIn and PeerBytesOut are the UDP payload bytes the server's
+	// Control Phase received from the peer (the Test Activation Request,
+	// and the Setup Request when it came from the same address) and sent
+	// to it (the Test Activation Response, and the Setup Response and Null
+	// Request then) before the Data Phase: the start of the
+	// anti-amplification budget of a server (amplification.go). A server
+	// core told nothing sends nothing until the peer sends to it. Unused
+	// by a client.
+	PeerBytesIn, PeerBytesOut int
+
 	// Seed seeds the core's random numbers (start offsets, random sizes).
 	Seed uint64
 }

@@ -46,10 +46,10 @@ type TrialFeedback struct {
 
 // NewRateControl starts the adjustment for a Test Connection's parameters:
 // at row 0 for the automatic search, at SRIndexConf for a starting row or a
-// fixed one. (OB-UDPST's downstream server sends row 0 until the first
-// Status PDU even for a fixed row, measurement.md 2.4; we start a fixed test
-// at its row at once: nothing on the wire depends on the quirk and it costs
-// the first Sub-Interval its rate.)
+// fixed one. (A downstream server's Load Sender sends row 0 whatever this
+// says until the peer's first Status PDU shows that it receives,
+// amplification.go, as OB-UDPST's does for a fixed row, measurement.md 2.4;
+// from that Status PDU on, this row applies.)
 func NewRateControl(p *Params) *RateControl {
 	rc := &RateControl{
 		algorithm:      p.Algorithm,

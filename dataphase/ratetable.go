@@ -271,3 +271,14 @@ build:
 	}
 	return rows
 }
+
+// RowIndexes maps each row of table to its index, the lowest of equal
+// rows, to name the rows a server sends (a row it sends that is not in
+// the table has none).
+func RowIndexes(table []SendingRate) map[SendingRate]int {
+	m := make(map[SendingRate]int, len(table))
+	for i := len(table) - 1; i >= 0; i-- {
+		m[table[i]] = i
+	}
+	return m
+}

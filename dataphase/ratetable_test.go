@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func sr(t1, p1, b1, t2, p2, b2, a2 uint32) SendingRate {
@@ -163,10 +165,10 @@ func TestSendingRateNoAllocs(t *testing.T) {
 	r := BuildRateTable(TableOptions{})[555]
 	var b [SendingRateLen]byte
 	var back SendingRate
-	if n := testing.AllocsPerRun(100, func() { r.Put(b[:]) }); n != 0 {
+	if n := race.AllocsPerRun(100, func() { r.Put(b[:]) }); n != 0 {
 		t.Errorf("Put allocates %v times per call", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { back.Load(b[:]) }); n != 0 {
+	if n := race.AllocsPerRun(100, func() { back.Load(b[:]) }); n != 0 {
 		t.Errorf("Load allocates %v times per call", n)
 	}
 }

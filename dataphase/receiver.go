@@ -87,6 +87,8 @@ type receiver struct {
 
 	// frag is the path's fragmentation arithmetic (frag.go).
 	frag fragPlan
+
+	exp *Export // -O, nil without (export.go)
 }
 
 func (r *receiver) init(activationWall int64, ceThresh uint8, frag fragPlan) {
@@ -128,6 +130,9 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 	case r.seen(s):
 		r.trial.dup++
 		r.sub.dup++
+		if r.exp != nil {
+			r.exp.add(h, rxWall, r.ecnOf(tos, hasTOS), false, 0)
+		}
 		return 0
 	default:
 		// Older than the last in-order one and not seen recently: a late
@@ -141,6 +146,9 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 			r.sub.loss--
 		}
 		r.push(s)
+		if r.exp != nil {
+			r.exp.add(h, rxWall, r.ecnOf(tos, hasTOS), false, 0)
+		}
 		return 0
 	}
 
@@ -171,6 +179,11 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 		r.sub.rttMax = max(r.sub.rttMax, sample)
 		r.rttSum += sample
 		r.rttCnt++
+		if r.exp != nil {
+			r.exp.add(h, rxWall, r.ecnOf(tos, hasTOS), true, rtt32)
+		}
+	} else if r.exp != nil {
+		r.exp.add(h, rxWall, r.ecnOf(tos, hasTOS), false, 0)
 	}
 
 	// One-way delay variation against the running minimum.
@@ -189,6 +202,15 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 	r.trial.owd.add(v)
 	r.sub.owd.add(v)
 	return remoteSeqErr
+}
+
+// ecnOf is the ECN value OB-UDPST exports: the bits received, which it
+// reads only with a CE threshold (else Not-ECT, 0).
+func (r *receiver) ecnOf(tos uint8, hasTOS bool) uint8 {
+	if !r.ceOn || !hasTOS {
+		return 0
+	}
+	return tos & 0x03
 }
 
 func (r *receiver) push(s uint32) {

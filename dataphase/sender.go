@@ -48,6 +48,9 @@ type sender struct {
 	noRoll  bool
 	nextSeq uint32
 	rng     xorshift
+	// sizeCap, when non-zero, is the largest size a datagram may be given:
+	// the anti-amplification budget before validation (amplification.go).
+	sizeCap uint32
 
 	// The plan last written into the SendBuffer, and its unsent tail.
 	plan     [MaxPlan]pendingDgram
@@ -225,6 +228,10 @@ func (b burst) count() int {
 // not make it build datagrams it cannot hold.
 func (s *sender) size(field uint32) uint16 {
 	lo, hi := PayloadRange(field, s.ipv6)
+	if s.sizeCap > 0 {
+		hi = min(hi, s.sizeCap)
+		lo = min(lo, hi)
+	}
 	v := hi
 	if field&RandomSize != 0 && hi > lo {
 		v = uint32(s.rng.between(int64(lo), int64(hi)))
@@ -267,6 +274,15 @@ func (s *sender) put(buf *SendBuffer, i int, seq uint32, l uint16, h *LoadHeader
 	h.SeqNo, h.UDPPayload = seq, l
 	h.Encode(buf.slot(i))
 	buf.Dgrams[i] = OutDatagram{HdrLen: LoadHeaderLen, Len: l}
+}
+
+// deferredBytes returns the UDP payload bytes waiting to be sent again.
+func (s *sender) deferredBytes() int64 {
+	var b int64
+	for i := 0; i < s.deferN; i++ {
+		b += int64(s.deferred[i].len)
+	}
+	return b
 }
 
 // sent records how many datagrams of the last plan the kernel accepted.

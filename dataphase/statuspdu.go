@@ -87,6 +87,14 @@ type StatusPDU struct {
 	Checksum uint16
 }
 
+// statusLenFor is the length of a Status PDU of the form a peer uses.
+func statusLenFor(legacy bool) int {
+	if legacy {
+		return StatusLegacyLen
+	}
+	return StatusLen
+}
+
 // statusOff maps an offset of the protocol 20 layout (below 160) to the legacy
 // 168-byte layout: 4 pad bytes follow rxDatagrams (v20 offset 44 onwards moves
 // by 4) and 4 more close the Sub-Interval block (v20 offset 96 onwards by 8).
@@ -105,10 +113,7 @@ func statusOff(o int, legacy bool) int {
 // Everything OB-UDPST leaves unwritten (bytes 188..203, wire.md 2.7.3) is
 // written as zero here, so a 9.0.0 receiver never mistakes it for a checksum.
 func (s *StatusPDU) Encode(b []byte, legacy bool) int {
-	n := StatusLen
-	if legacy {
-		n = StatusLegacyLen
-	}
+	n := statusLenFor(legacy)
 	b = b[:n]
 	clear(b)
 	be := binary.BigEndian
@@ -184,6 +189,7 @@ var (
 	errStatusAction   = &PDUError{PDU: "Status PDU", Field: "testAction", Reason: "above 2"}
 	errStatusStopped  = &PDUError{PDU: "Status PDU", Field: "rxStopped", Reason: "neither 0 nor 1"}
 	errStatusChecksum = &PDUError{PDU: "Status PDU", Field: "checkSum", Reason: "does not verify"}
+	errStatusRate     = &PDUError{PDU: "Status PDU", Field: "srStruct", Reason: "not a row a sending rate table holds"}
 )
 
 // Decode parses a Status PDU. legacy selects the 168-byte layout of protocol

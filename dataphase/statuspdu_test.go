@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // fullStatus has a distinct non-zero value in every field, a negative
@@ -440,7 +442,7 @@ func TestStatusNoAllocs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if n := testing.AllocsPerRun(100, tt.f); n != 0 {
+			if n := race.AllocsPerRun(100, tt.f); n != 0 {
 				t.Fatalf("%v allocations, want 0", n)
 			}
 		})

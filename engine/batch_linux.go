@@ -50,17 +50,29 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 	next := 0     // first datagram the kernel has not taken
 	calls := 0    // sendmmsg calls that took something
 	gsoMsgs := 0  // GSO messages among what they took
-	retried := -1 // datagram whose send was retried after ECONNREFUSED
+	retried := -1 // datagram whose send was retried after a path error
+	pathErrs := 0 // path errors met in this call
+	givenUp := 0  // datagrams given up after repeated path errors
+	// A first EMSGSIZE on a GSO message is a pending ICMP error or the
+	// kernel refusing the message: the retry tells (the first is gone
+	// after one report), so it is counted once that is known.
+	tooBigAt := -1
 	mtuReplanned := false
 	defer func() {
+		if tooBigAt >= 0 {
+			s.countPath(CountMessageTooBig)
+		}
 		if calls > 0 {
 			s.stats[CountSendCalls].Add(uint64(calls))
 		}
 		if gsoMsgs > 0 {
 			s.stats[CountGSOMessages].Add(uint64(gsoMsgs))
 		}
-		if next > 0 {
-			s.stats[CountSentDatagrams].Add(uint64(next))
+		if next > givenUp {
+			s.stats[CountSentDatagrams].Add(uint64(next - givenUp))
+		}
+		if givenUp > 0 {
+			s.stats[CountGivenUp].Add(uint64(givenUp))
 		}
 	}()
 replan:
@@ -78,6 +90,10 @@ replan:
 				e = unix.EAGAIN // not expected with vlen > 0; never spin on it
 			}
 			if e == 0 {
+				if tooBigAt >= 0 {
+					tooBigAt = -1
+					s.countPath(CountMessageTooBig)
+				}
 				calls++
 				for _, r := range x.runs[m : m+k] {
 					if r.segSize > 0 {
@@ -90,6 +106,7 @@ replan:
 				continue
 			}
 			r := x.runs[m]
+			gsoRun := r.segSize > 0
 			switch {
 			case e == unix.EINTR:
 				continue
@@ -98,30 +115,72 @@ replan:
 				s.stats[CountBackpressure].Add(1)
 				s.stats[CountRefusedDatagrams].Add(uint64(n - next))
 				return next, nil
-			case e == unix.ECONNREFUSED:
-				// An ICMP port unreachable for an earlier datagram set the
-				// socket's error, and this send returned it instead of
-				// sending (sock_alloc_send_pskb checks sk_err first), which
-				// also cleared it: the retry normally goes out. A second
-				// refusal in a row means new ICMP errors keep coming; the
-				// message is then counted as sent (to a peer that is gone),
-				// so a dead peer cannot hold the executor here.
-				s.stats[CountConnRefused].Add(1)
+			case e == unix.EMSGSIZE && gsoRun && tooBigAt == next:
+				// EMSGSIZE again on the same GSO message, with the plan
+				// already made for the path MTU read after the first one:
+				// not a pending ICMP error but the kernel refusing the
+				// message (gso.go) for a reason the MTU does not explain.
+				tooBigAt = -1
+				s.stats[CountGSORefusals].Add(1)
+				s.disableGSO(e, r)
+				continue replan
+			case e == unix.EMSGSIZE && gsoRun:
+				// Fragmentation needed since the plan was made, or a
+				// refusal: re-plan by the path MTU as it is now and try
+				// once more (above). A router sends one ICMP error per
+				// packet too big, so more may be pending by now: they are
+				// taken first, so that the retry meets only what this
+				// message itself causes.
+				tooBigAt = next
+				s.refreshMTU()
+				s.takePending()
+				continue replan
+			case pathClassOf(e) != noPathError:
+				// A pending ICMP error (or a route failure) reported by
+				// this send, which therefore did not go out; reporting
+				// it cleared it (sock_alloc_send_pskb takes sk_err
+				// first), so the retry normally goes out. EMSGSIZE
+				// (fragmentation needed) also lowered the path MTU:
+				// the rest is re-planned by it, so that GSO segments
+				// that no longer fit go alone (the kernel fragments
+				// them) and GSO stays on for those that do. The same
+				// datagram failing twice
+				// means new errors keep coming (a dead peer, a lost
+				// route), and after a few in one call the rest of the
+				// plan is given up: they count as sent (the core sees
+				// them as lost on the path, which they are) so that such
+				// a path cannot hold the executor here.
+				s.countPath(pathClassOf(e))
+				pathErrs++
+				if pathErrs >= maxPathErrorsPerSend {
+					givenUp += n - next
+					next = n
+					return next, nil
+				}
 				if retried != next {
+					// More errors of the same burst may be pending: take
+					// them before the retry (counted there), so that it
+					// fails only if the path still refuses.
 					retried = next
+					s.takePending()
+					if e == unix.EMSGSIZE {
+						s.refreshMTU()
+						continue replan
+					}
 					continue
 				}
+				givenUp += r.count
 				m++
 				next = x.runBase + r.start + r.count
-			case r.segSize > 0 && isGSORefusal(e):
+			case gsoRun && isGSORefusal(e):
 				s.stats[CountGSORefusals].Add(1)
-				if (e == unix.EMSGSIZE || e == unix.EINVAL) && !mtuReplanned {
-					// The path MTU may have fallen below the segment size
-					// (an ICMP fragmentation needed / packet too big since
-					// Connect); kernels before 235174b2bed8 say EINVAL for
-					// it, later ones EMSGSIZE. Then the replan sends these
-					// datagrams without GSO and GSO stays on; once per
-					// call, so an MTU that keeps changing cannot loop.
+				if e == unix.EINVAL && !mtuReplanned {
+					// Kernels before 235174b2bed8 say EINVAL for a
+					// segment above the path MTU (an ICMP fragmentation
+					// needed since Connect lowered it). Then the replan
+					// sends these datagrams without GSO and GSO stays on;
+					// once per call, so an MTU that keeps changing
+					// cannot loop.
 					mtuReplanned = true
 					old := x.mtu.Load()
 					s.refreshMTU()
@@ -129,18 +188,24 @@ replan:
 						continue replan
 					}
 				}
+				// EIO (no checksum offload on the device, an xfrm
+				// route), or EINVAL the MTU does not explain: the device
+				// or the kernel will not do GSO here.
 				s.disableGSO(e, r)
 				continue replan
 			default:
-				if e == unix.EMSGSIZE {
-					s.refreshMTU()
-				}
 				return next, fmt.Errorf("send %d-byte datagram to %v: %w", b.Dgrams[next].Len, s.peer, os.NewSyscallError("sendmmsg", e))
 			}
 		}
 	}
 	return next, nil
 }
+
+// maxPathErrorsPerSend bounds the path errors one SendBatch meets before
+// it gives up the rest of its plan: each costs a system call, and a path
+// that answers every datagram with an ICMP error (a peer gone, a route
+// withdrawn) must not multiply them.
+const maxPathErrorsPerSend = 4
 
 // disableGSO turns GSO off for good after the kernel refused a GSO message,
 // and says so once.
@@ -294,10 +359,15 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 			continue
 		case unix.EAGAIN:
 			return nil
-		case unix.ECONNREFUSED:
-			// A pending ICMP port unreachable, reported and cleared by
-			// this read; what is queued behind it is still to be read.
-			s.stats[CountConnRefused].Add(1)
+		}
+		if k := pathClassOf(e); k != noPathError {
+			// A pending ICMP error, reported and cleared by this read;
+			// what is queued behind it is still to be read. A second
+			// one in a row waits for the next turn.
+			s.countPath(k)
+			if e == unix.EMSGSIZE {
+				s.refreshMTU()
+			}
 			if !refused {
 				refused = true
 				continue

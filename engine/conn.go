@@ -103,7 +103,7 @@ func newConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.L
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &Conn{coreState: coreState{sock: sock, core: core, onEvent: onEvent}, log: log, done: make(chan struct{}), readable: true}
+	c := &Conn{coreState: newCoreState(sock, core, onEvent), log: log, done: make(chan struct{}), readable: true}
 	c.fds[0].sock = sock
 	wk, err := NewWaker()
 	if err != nil {

@@ -33,7 +33,7 @@ func TestTimerSlack(t *testing.T) {
 			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 			core := &slackCore{fakeCore: newFakeCore(time.Millisecond, 5*time.Millisecond)}
 			c := r.run(t, a, core, nil)
-			waitDone(t, c, 2*time.Second)
+			waitDone(t, c)
 			if core.slack != 1 {
 				t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
 			}

@@ -29,7 +29,7 @@ type executor interface {
 	// run drives both cores until both are done or limit passes. stall,
 	// when non-zero, keeps the server's executor from running for
 	// stall[1] from stall[0] after the start. accept, when set, scripts
-	// how many datagrams of a server plan are accepted (simulator only).
+	// how many datagrams of a server plan are accepted.
 	run(t *testing.T, client, server Core, o runOpts) (cEv, sEv []dataphase.Event)
 }
 
@@ -82,10 +82,14 @@ func (threadExecutor) run(t *testing.T, client, server Core, o runOpts) (cEv, sE
 // passes, when both are stopped.
 func runOnLoopback(t *testing.T, client, server Core, o runOpts,
 	start func(sock *Socket, core Core, onEvent func(dataphase.Event), server bool) testConn) (cEv, sEv []dataphase.Event) {
+	// Partial sends: loopback never refuses one, so the server socket's
+	// send call takes only what o.accept allows and refuses the rest with
+	// EAGAIN, as a full send buffer does; without GSO, so that a message
+	// is a datagram.
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20, NoGSO: o.accept != nil})
 	if o.accept != nil {
-		t.Skip("loopback never refuses a send: partial sends of this executor are covered by the fake sendmmsg in batch_test.go")
+		acceptPartly(t, b, o.accept)
 	}
-	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
 	if o.stall[1] > 0 {
 		server = &stallCore{Core: server, at: clock.Mono().Add(o.stall[0]), d: o.stall[1]}
 	}
@@ -141,6 +145,7 @@ func coreParams(upstream, server bool, test time.Duration) dataphase.Params {
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
 	if server {
 		p.Table, p.PoliceOverRate = table, true
+		p.PeerBytesIn, p.PeerBytesOut = 104, 104 // a Test Activation Request and Response
 	} else {
 		p.InitialRate = table[0]
 	}
@@ -169,6 +174,14 @@ func subsOf(evs []dataphase.Event) []dataphase.SubIntervalResult {
 // TestContractComplete: a whole short test each way completes with the
 // stop handshake on both ends and every Sub-Interval, without sequence
 // errors on a clean path.
+//
+// The rate is a fixed row 20 (20 Mbit/s): the contract does not depend on
+// the rate, and at a searched rate a receiver that a busy machine starves
+// overflows its socket buffer, which is loss no executor causes (4 MB hold
+// 1.6 s at row 20). Each Sub-Interval closes at the first Status PDU after
+// its period, so a receiver whose Status PDUs a busy machine makes late
+// drifts, and its last Sub-Interval can fall past the stop: the simulator
+// must report all four, a real executor three or four.
 func TestContractComplete(t *testing.T) {
 	for _, x := range executors {
 		for _, up := range []bool{false, true} {
@@ -178,14 +191,17 @@ func TestContractComplete(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				st := x.start()
-				client := dataphase.NewConn(coreParams(up, false, 2*time.Second), st)
-				server := dataphase.NewConn(coreParams(up, true, 2*time.Second), st)
+				cp, sp := coreParams(up, false, 2*time.Second), coreParams(up, true, 2*time.Second)
+				cp.SRIndexConf, sp.SRIndexConf = 20, 20
+				client := dataphase.NewConn(cp, st)
+				server := dataphase.NewConn(sp, st)
 				cEv, sEv := x.run(t, client, server, runOpts{limit: 8 * time.Second})
 				if c, s := endOf(cEv), endOf(sEv); c != dataphase.EndStopped || s != dataphase.EndStopped {
 					t.Fatalf("ends: client %v server %v", c, s)
 				}
 				subs := subsOf(cEv)
-				if len(subs) != 4 {
+				_, simulated := x.(simExecutor)
+				if len(subs) > 4 || len(subs) < 3 || simulated && len(subs) != 4 {
 					t.Fatalf("%d Sub-Intervals, want 4", len(subs))
 				}
 				for _, r := range subs {
@@ -201,10 +217,12 @@ func TestContractComplete(t *testing.T) {
 // probe is a core that sends n datagrams, one every interval, each carrying
 // its sequence number and its due time, and checks what it receives: order,
 // and receive times on the Test Time Base between the send and the batch's
-// clock pair.
+// clock pair. It ends once it has sent n and received want, or at until, a
+// backstop far beyond what a busy machine needs.
 type probe struct {
 	t        *testing.T
 	n        int
+	want     int
 	interval clock.Time
 	next     clock.Time
 	sentSeq  int
@@ -227,16 +245,20 @@ func (p *probe) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	if p.done {
 		return false
 	}
-	if now.Mono >= p.until {
+	if now.Mono >= p.until || p.complete() {
 		p.done = true
 		p.events = append(p.events, dataphase.Event{Kind: dataphase.EvEnd, End: dataphase.EndStopped})
 		return false
 	}
+	// The core sends nothing before it is due by the clock it is given; a
+	// clock ahead of the real one would make it. The turn's clock runs on
+	// from its pair at the wall clock's rate, so the wall clock is the
+	// reference (it is what time.Now reads).
+	if p.real && now.Wall > time.Now().UnixNano()+int64(50*time.Microsecond) {
+		p.early++
+	}
 	if p.sentSeq >= p.n || now.Mono < p.next {
 		return false
-	}
-	if now.Mono < p.next {
-		p.early++
 	}
 	b.Dgrams[0] = dataphase.OutDatagram{HdrLen: 24, Len: 100}
 	s := b.Slot(0)
@@ -257,7 +279,9 @@ func (p *probe) Sent(n int) {
 
 func (p *probe) Receive(b *dataphase.RecvBatch) {
 	if p.real {
-		if d := time.Now().UnixNano() - b.Pair.Wall; d < 0 || d > int64(time.Second) {
+		// On the wall clock, not the raw one (decades apart); how long
+		// ago is the scheduler's.
+		if d := time.Now().UnixNano() - b.Pair.Wall; d < 0 || d > int64(time.Minute) {
 			p.wallOff++
 		}
 	}
@@ -273,20 +297,26 @@ func (p *probe) Receive(b *dataphase.RecvBatch) {
 		}
 		p.gotSeq = seq
 		p.got++
-		// Kernel receive times are CLOCK_REALTIME converted through a clock
-		// pair, and the two clocks of a pair are read a few hundred
-		// nanoseconds apart: allow that much either side, no more.
-		const slack = clock.Time(50 * time.Microsecond)
-		if tm := b.Dgrams[i].Time; tm < sentAt-slack || tm > b.Pair.Mono+slack {
+		// Kernel receive times are CLOCK_REALTIME converted through the
+		// batch's clock pair: off by the pair's width and by how far the
+		// two clocks ran apart since the datagram arrived (receiveSlack).
+		tm := b.Dgrams[i].Time
+		if slack := receiveSlack(b.Pair.Mono - tm); tm < sentAt-slack || tm > b.Pair.Mono+slack {
 			p.domain++
 			p.t.Logf("datagram %d: received %v after its send time, %v before the batch pair", seq, tm.Sub(sentAt), b.Pair.Mono.Sub(tm))
 		}
 	}
 }
 
+// complete reports whether the probe sent and received all it was to.
+func (p *probe) complete() bool { return p.sentSeq >= p.n && p.got >= p.want }
+
 func (p *probe) Deadline() clock.Time {
 	if p.done {
 		return clock.Never
+	}
+	if p.complete() {
+		return 0
 	}
 	if p.sentSeq < p.n {
 		return min(p.next, p.until)
@@ -304,23 +334,26 @@ func (p *probe) Events() []dataphase.Event {
 }
 
 // TestContractSpacingOrderingDomain: 200 datagrams due every millisecond
-// are all sent, none before it is due, all received in order, with receive
-// times between their send time and the receiving batch's clock pair.
+// are all sent, none before it is due (no executor's clock runs ahead of
+// the real one), all received in order, with receive times between their
+// send time and the receiving batch's clock pair. The probes end when all
+// is sent and received; a busy machine only makes that later.
 func TestContractSpacingOrderingDomain(t *testing.T) {
 	for _, x := range executors {
 		t.Run(x.name(), func(t *testing.T) {
 			st := x.start()
 			_, simulated := x.(simExecutor)
 			real := !simulated
+			backstop := st.Mono + clock.Time(8*time.Second)
 			tx := &probe{t: t, n: 200, interval: clock.Time(time.Millisecond), next: st.Mono + clock.Time(5*time.Millisecond),
-				until: st.Mono + clock.Time(400*time.Millisecond), real: real}
-			rx := &probe{t: t, n: 0, until: st.Mono + clock.Time(400*time.Millisecond), real: real}
-			x.run(t, rx, tx, runOpts{limit: 3 * time.Second})
+				until: backstop, real: real}
+			rx := &probe{t: t, want: 200, until: backstop, real: real}
+			x.run(t, rx, tx, runOpts{limit: 10 * time.Second})
 			if tx.sentCnt != 200 || tx.plans != 200 {
 				t.Errorf("sent %d datagrams in %d plans, want 200", tx.sentCnt, tx.plans)
 			}
-			if tx.early != 0 {
-				t.Errorf("%d plans polled before they were due", tx.early)
+			if tx.early+rx.early != 0 {
+				t.Errorf("%d polls with a clock ahead of the wall clock", tx.early+rx.early)
 			}
 			if rx.got != 200 || rx.disorder != 0 {
 				t.Errorf("received %d, %d out of order", rx.got, rx.disorder)
@@ -341,16 +374,20 @@ func TestContractPartialSends(t *testing.T) {
 			st := x.start()
 			client := dataphase.NewConn(coreParams(false, false, 2*time.Second), st)
 			server := dataphase.NewConn(coreParams(false, true, 2*time.Second), st)
-			k := 0
+			k, cut := 0, 0
 			cEv, _ := x.run(t, client, server, runOpts{limit: 8 * time.Second, accept: func(n int) int {
 				k++
 				if k%5 == 0 {
+					cut++
 					return n / 3
 				}
 				return n
 			}})
 			if endOf(cEv) != dataphase.EndStopped {
 				t.Fatalf("client end %v", endOf(cEv))
+			}
+			if cut == 0 {
+				t.Fatal("no plan was cut short")
 			}
 			for _, r := range subsOf(cEv) {
 				if r.Stats.SeqErrLoss != 0 {
@@ -362,30 +399,39 @@ func TestContractPartialSends(t *testing.T) {
 }
 
 // TestContractCatchUpUnderStall: the server's executor is stalled for
-// 30 ms in the middle of a downstream test. Bursts more than the 1 ms
-// catch-up budget late are skipped and counted, never sent in a flood:
-// no plan exceeds one deferred Burst plus one new one, and the receiver
-// sees no loss.
+// 30 ms in the middle of a downstream test at a fixed row 100 (transmitter
+// 1 alone, one datagram every 100 us). Bursts more than the 1 ms catch-up
+// budget late are skipped and counted, never sent in a flood: no plan
+// exceeds one deferred Burst plus one new one.
+//
+// The row is fixed so that what the stall owes does not depend on how far
+// a search ramped, which a busy machine decides: 30 ms owe 300 Bursts, of
+// which all but about the budget's 10 are skipped. The simulator stalls
+// only there, so its count is exact; a real thread on a shared machine is
+// also late elsewhere and skips more, so only the stall's own share is
+// its floor.
 func TestContractCatchUpUnderStall(t *testing.T) {
+	const (
+		row   = 100
+		stall = 30 * time.Millisecond
+		owed  = int(stall / (100 * time.Microsecond)) // row 100's transmitter 1
+	)
 	for _, x := range executors {
 		t.Run(x.name(), func(t *testing.T) {
 			st := x.start()
-			client := dataphase.NewConn(coreParams(false, false, 3*time.Second), st)
-			server := dataphase.NewConn(coreParams(false, true, 3*time.Second), st)
+			cp, sp := coreParams(false, false, 3*time.Second), coreParams(false, true, 3*time.Second)
+			cp.SRIndexConf, sp.SRIndexConf = row, row
+			client := dataphase.NewConn(cp, st)
+			server := dataphase.NewConn(sp, st)
 			spy := &maxPlanCore{Core: server}
-			_, sEv := x.run(t, client, spy, runOpts{limit: 10 * time.Second, stall: [2]time.Duration{1500 * time.Millisecond, 30 * time.Millisecond}})
-			var skipped uint32
+			_, sEv := x.run(t, client, spy, runOpts{limit: 10 * time.Second, stall: [2]time.Duration{1500 * time.Millisecond, stall}})
+			var skipped int
 			for _, r := range subsOf(sEv) {
-				skipped += r.SkippedBursts
+				skipped += int(r.SkippedBursts)
 			}
-			// At ~300 Mbps (1.5 s of ramp: transmitter 1 every 100 us),
-			// 30 ms owe ~300 Bursts of transmitter 1 and 30 of
-			// transmitter 2; all but about a millisecond's worth are
-			// skipped. The simulator stalls only there, so its count is
-			// exact; a real thread on a shared machine is also late
-			// elsewhere, so only the stall's own share is its floor.
-			if skipped < 250 || (x.name() == "simulator" && skipped > 400) {
-				t.Errorf("skipped %d Bursts over a 30 ms stall", skipped)
+			t.Logf("skipped %d Bursts; a 30 ms stall owes %d", skipped, owed)
+			if skipped < owed-50 || (x.name() == "simulator" && skipped > owed) {
+				t.Errorf("skipped %d Bursts over a %v stall that owes %d", skipped, stall, owed)
 			}
 			if spy.max > dataphase.MaxPlan {
 				t.Errorf("a plan of %d datagrams", spy.max)

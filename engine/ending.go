@@ -21,10 +21,46 @@ type coreState struct {
 	bp           backpressure // what its last send attempt ran into (sendPlans)
 	endDelivered bool         // an EvEnd went to onEvent
 	failed       bool         // core.Fail was called: the executor ends it even if the core does not
+
+	// refusedSeen is the socket's ECONNREFUSED count the core was last
+	// told of (tellRefused).
+	refusedSeen uint64
 }
 
-// deliver hands the core's events to onEvent.
+// newCoreState starts a core's state on sock; refusals the socket counted
+// before (in the Control Phase) are not the core's.
+func newCoreState(sock *Socket, core Core, onEvent func(dataphase.Event)) coreState {
+	return coreState{sock: sock, core: core, onEvent: onEvent, refusedSeen: sock.refusals()}
+}
+
+// RefusalSink is implemented by a core that wants to hear of ICMP port
+// unreachable errors on its socket (dataphase.Conn does: a peer that
+// keeps refusing is gone). The executor calls PeerRefused on its thread,
+// between the core's other calls, with the number of refusals since the
+// last call.
+type RefusalSink interface {
+	PeerRefused(n int)
+}
+
+// tellRefused hands the core the refusals its socket counted since the
+// last turn. It is an atomic load per turn; the interface check costs no
+// allocation.
+func (s *coreState) tellRefused() {
+	r := s.sock.refusals()
+	if r == s.refusedSeen {
+		return
+	}
+	d := r - s.refusedSeen
+	s.refusedSeen = r
+	if rs, ok := s.core.(RefusalSink); ok {
+		rs.PeerRefused(int(min(d, 1<<20)))
+	}
+}
+
+// deliver tells the core of new refusals on its socket and hands its
+// events to onEvent.
 func (s *coreState) deliver() {
+	s.tellRefused()
 	for _, ev := range s.core.Events() {
 		s.worked = true
 		if ev.Kind == dataphase.EvEnd {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 func dgrams(lens ...int) []dataphase.OutDatagram {
@@ -145,7 +146,7 @@ func checkRuns(t *testing.T, d []dataphase.OutDatagram, runs []gsoRun, maxSegs, 
 func TestPlanGSOAllocs(t *testing.T) {
 	d := dgrams(append(repeat(100, 1222), 500)...)
 	out := make([]gsoRun, 0, len(d))
-	allocs := testing.AllocsPerRun(100, func() {
+	allocs := race.AllocsPerRun(100, func() {
 		out = planGSO(d, udpMaxSegments, maxIPv4Payload, 1472, out[:0])
 	})
 	if allocs != 0 {

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
 )
 
 // Test helpers. A SendBuffer's slot writer is unexported in dataphase, but
@@ -94,12 +96,12 @@ func loopbackOf(s *Socket) netip.AddrPort {
 	return a
 }
 
-// recvAll reads with RecvBatch until want datagrams came or 2 s passed,
-// calling f for each batch.
+// recvAll reads with RecvBatch until want datagrams came or
+// await.Deadline passed, calling f for each batch.
 func recvAll(t *testing.T, s *Socket, b *dataphase.RecvBatch, want int, f func(b *dataphase.RecvBatch)) int {
 	t.Helper()
 	got := 0
-	end := time.Now().Add(2 * time.Second)
+	end := time.Now().Add(await.Deadline)
 	for got < want && time.Now().Before(end) {
 		if err := s.RecvBatch(b, dataphase.MaxRecv); err != nil {
 			t.Fatal(err)
@@ -112,6 +114,16 @@ func recvAll(t *testing.T, s *Socket, b *dataphase.RecvBatch, want int, f func(b
 		f(b)
 	}
 	return got
+}
+
+// receiveSlack bounds the error of a kernel receive time (CLOCK_REALTIME)
+// converted to the Test Time Base through a clock pair read age after the
+// datagram arrived: the pair's own width (a few µs; 50 allowed), and how
+// far the two clocks ran apart over age, since NTP slews the wall clock
+// and not the raw one (5000 ppm seen on a VM; 1 % allowed). A datagram a
+// busy machine reads late is no less exact for it.
+func receiveSlack(age clock.Time) clock.Time {
+	return clock.Time(50*time.Microsecond) + max(age, 0)/100
 }
 
 // hasIPv6 reports whether ::1 can be bound.

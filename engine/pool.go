@@ -91,6 +91,11 @@ type PoolStats struct {
 	Conns      int    // Test Connections being served
 	Turns      uint64 // turns run by all its threads
 	Wakeups    uint64 // waits that ended, over all its threads
+	// Busy is the time its threads spent out of their waits, added up:
+	// its increase over an interval, divided by the interval, is how many
+	// threads' worth of work the pool did (0 off Linux, where it is not
+	// measured).
+	Busy time.Duration
 }
 
 // Pool is a pool of Engine Threads. Its methods are safe for concurrent

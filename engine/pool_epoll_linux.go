@@ -185,6 +185,9 @@ func (t *poolThread) waitTurn() {
 		tv = unix.NsecToTimespec(int64(dl - now))
 		ts = &tv
 	}
+	if b := t.busyFrom.Swap(0); b != 0 {
+		t.busy.Add(int64(now) - b)
+	}
 	_, err := unix.Ppoll(p[:k], ts, nil)
 	t.wakeups.Add(1)
 	if err != nil && err != unix.EINTR {

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
@@ -21,6 +22,9 @@ const PoolSupported = true
 
 // poolSys is the Linux part of a Pool: its threads.
 type poolSys struct {
+	// gone keeps the counters of threads that died, so that the pool's
+	// stay monotonic.
+	gone    PoolStats
 	mu      sync.Mutex
 	threads []*poolThread // live threads
 	closed  bool
@@ -116,7 +120,7 @@ func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolCo
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &PoolConn{coreState: coreState{sock: sock, core: core, onEvent: onEvent}, done: make(chan struct{}), cancelFd: -1}
+	c := &PoolConn{coreState: newCoreState(sock, core, onEvent), done: make(chan struct{}), cancelFd: -1}
 	c.hn.pos = -1
 	return c
 }
@@ -176,11 +180,13 @@ func (p *Pool) Stats() PoolStats {
 	s := &p.sys
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := PoolStats{MaxThreads: p.max, Threads: len(s.threads)}
+	st := PoolStats{MaxThreads: p.max, Threads: len(s.threads), Turns: s.gone.Turns, Wakeups: s.gone.Wakeups, Busy: s.gone.Busy}
+	now := clock.Mono()
 	for _, t := range s.threads {
 		st.Conns += int(t.load.Load())
 		st.Turns += t.turns.Load()
 		st.Wakeups += t.wakeups.Load()
+		st.Busy += t.busyTime(now)
 	}
 	return st
 }
@@ -218,6 +224,12 @@ type poolThread struct {
 	load    atomic.Int32 // Test Connections placed on it and not yet retired
 	turns   atomic.Uint64
 	wakeups atomic.Uint64
+	// The time out of waits (PoolStats.Busy): busy adds up the stretches
+	// of turns between two waits, busyFrom is when the current one began
+	// (a turn's clock reading, 0 while waiting). Each costs an atomic
+	// operation per wait, none per turn that does not wait.
+	busy     atomic.Int64
+	busyFrom atomic.Int64
 
 	// Commands, from any goroutine.
 	cmdMu                 sync.Mutex
@@ -312,6 +324,9 @@ func (t *poolThread) turn() (again bool) {
 	t.turns.Add(1)
 	t.clk.read()
 	t.progress.busy(t.clk.at)
+	if t.busyFrom.Load() == 0 {
+		t.busyFrom.Store(int64(t.clk.start.Mono) | 1) // never 0
+	}
 	if t.pending.Load() {
 		t.takeCommands()
 	}
@@ -583,6 +598,15 @@ func (t *poolThread) stop(c *PoolConn) {
 	t.heap.set(c, 0)
 }
 
+// busyTime is the thread's time out of waits until now.
+func (t *poolThread) busyTime(now clock.Time) time.Duration {
+	b := t.busy.Load()
+	if from := t.busyFrom.Load(); from != 0 {
+		b += max(int64(now)-from, 0)
+	}
+	return time.Duration(b)
+}
+
 // die ends every Test Connection of a thread whose own code panicked
 // (outside any Test Connection's work, which serve recovers): each one
 // reports its end and its Done closes; the thread leaves the pool, and
@@ -594,6 +618,9 @@ func (t *poolThread) die(r any, stack []byte) {
 	for i, x := range s.threads {
 		if x == t {
 			s.threads = append(s.threads[:i], s.threads[i+1:]...)
+			s.gone.Turns += t.turns.Load()
+			s.gone.Wakeups += t.wakeups.Load()
+			s.gone.Busy += t.busyTime(clock.Mono())
 			break
 		}
 	}

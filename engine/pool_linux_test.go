@@ -12,6 +12,8 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/race"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,8 +32,10 @@ func TestPoolPlacement(t *testing.T) {
 		cs = append(cs, run())
 	}
 	loads := map[*poolThread]int{}
+	placed := map[*PoolConn]*poolThread{}
 	for _, c := range cs {
 		loads[c.th]++
+		placed[c] = c.th
 	}
 	if len(loads) != 3 {
 		t.Fatalf("%d threads for 5 Test Connections, want 3", len(loads))
@@ -46,7 +50,7 @@ func TestPoolPlacement(t *testing.T) {
 		}
 	}
 	ended.Stop()
-	waitDone(t, ended, 2*time.Second)
+	waitDone(t, ended)
 	n := run()
 	if n.th.load.Load() != 2 || loads[n.th] != 1 && n.th != ended.th {
 		t.Errorf("new Test Connection on a thread with %d (it served %d)", n.th.load.Load(), loads[n.th])
@@ -54,10 +58,11 @@ func TestPoolPlacement(t *testing.T) {
 	if st := p.Stats(); st.Threads != 3 || st.Conns != 5 {
 		t.Errorf("stats %+v", st)
 	}
-	th := cs[0].th
-	time.Sleep(10 * time.Millisecond)
-	if cs[0].th != th {
-		t.Error("a Test Connection moved")
+	// Ending one and starting another moved none of the others.
+	for _, c := range cs {
+		if c != ended && c.th != placed[c] {
+			t.Error("a Test Connection moved")
+		}
 	}
 }
 
@@ -96,20 +101,23 @@ func TestPoolPanicIsolation(t *testing.T) {
 		l3.add(ev)
 		panic("onEvent: boom")
 	})
-	waitDone(t, b1, 2*time.Second)
-	waitDone(t, b2, 2*time.Second)
-	waitDone(t, b3, 2*time.Second)
+	waitDone(t, b1)
+	waitDone(t, b2)
+	waitDone(t, b3)
 	l1.checkEnd(t, dataphase.EndFailure)
 	if c1.failErr == nil || !strings.Contains(c1.failErr.Error(), "boom") {
 		t.Errorf("Fail(%v)", c1.failErr)
 	}
 	l2.checkEnd(t, dataphase.EndFailure)
 	l3.checkEnd(t, dataphase.EndStopped) // the EvEnd was delivered, then onEvent panicked
+	// The healthy ones reach their end, which takes a turn after their
+	// 100 ms, long after the panics: the thread went on serving them. How
+	// much they sent in between is the machine's business.
 	for i, c := range good {
-		waitDone(t, c, 2*time.Second)
+		waitDone(t, c)
 		goodLogs[i].checkEnd(t, dataphase.EndStopped)
-		if goodCores[i].sentOK < 50 {
-			t.Errorf("healthy Test Connection %d sent %d in 100 ms", i, goodCores[i].sentOK)
+		if goodCores[i].sentOK == 0 {
+			t.Errorf("healthy Test Connection %d sent nothing", i)
 		}
 	}
 	if a1.Fd() < 0 {
@@ -129,7 +137,7 @@ func TestPoolSocketClosedBeforeStart(t *testing.T) {
 	a.Close()
 	var log eventLog
 	c := p.Run(a, newFakeCore(time.Millisecond, 0), log.add)
-	waitDone(t, c, 2*time.Second)
+	waitDone(t, c)
 	log.checkEnd(t, dataphase.EndFailure)
 }
 
@@ -173,14 +181,11 @@ func TestPoolReadBudget(t *testing.T) {
 	}
 	core := &budgetCore{fakeCore: newFakeCore(0, 0), th: sc.th}
 	rc := p.Run(rx, core, nil)
-	end := time.Now().Add(2 * time.Second)
-	for core.received.Load() < total && time.Now().Before(end) {
-		time.Sleep(time.Millisecond)
-	}
+	await.Within(await.Deadline, func() bool { return core.received.Load() >= total })
 	rc.Stop()
 	sc.Stop()
-	waitDone(t, rc, 2*time.Second)
-	waitDone(t, sc, 2*time.Second)
+	waitDone(t, rc)
+	waitDone(t, sc)
 	t.Logf("received %d, at most %d in one turn; sender sent %d", core.received.Load(), core.maxPerTrn.Load(), sender.sentOK)
 	if core.received.Load() != total {
 		t.Errorf("received %d of %d", core.received.Load(), total)
@@ -195,6 +200,8 @@ func TestPoolReadBudget(t *testing.T) {
 
 // Closing a pool ends its threads.
 func TestPoolCloseEndsThreads(t *testing.T) {
+	// Threads of earlier tests may still be on their way out.
+	await.Within(await.Deadline, func() bool { return ThreadCount() == 0 })
 	before := ThreadCount()
 	p := NewPool(PoolOptions{Threads: 2})
 	var cs []*PoolConn
@@ -202,22 +209,23 @@ func TestPoolCloseEndsThreads(t *testing.T) {
 		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 		cs = append(cs, p.Run(a, newFakeCore(time.Millisecond, 0), nil))
 	}
-	time.Sleep(10 * time.Millisecond)
+	// The pool starts its threads as Test Connections come; they register
+	// when they run. More than two would be a bug that waiting cannot hide:
+	// the count is checked again once it settles.
+	await.True(t, fmt.Sprintf("%d Engine Threads", before+2), func() bool { return ThreadCount() >= before+2 })
 	if n := ThreadCount(); n != before+2 {
 		t.Errorf("%d Engine Threads, want %d", n, before+2)
 	}
 	p.Close()
 	for _, c := range cs {
-		waitDone(t, c, time.Second)
+		waitDone(t, c)
 	}
-	if n := ThreadCount(); n != before {
-		t.Errorf("%d Engine Threads after Close, want %d", n, before)
-	}
+	await.True(t, "the pool's threads to end after Close", func() bool { return ThreadCount() == before })
 	// After Close a Test Connection still runs, on its own thread.
 	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 	var log eventLog
 	c := p.Run(a, newFakeCore(time.Millisecond, 10*time.Millisecond), log.add)
-	waitDone(t, c, 2*time.Second)
+	waitDone(t, c)
 	log.checkEnd(t, dataphase.EndStopped)
 }
 
@@ -315,7 +323,7 @@ func TestPoolTurnAllocs(t *testing.T) {
 	for range 50 {
 		step()
 	}
-	allocs := testing.AllocsPerRun(500, step)
+	allocs := race.AllocsPerRun(500, step)
 	var sent, recv int64
 	for _, c := range cores {
 		sent += int64(c.sentOK)
@@ -359,17 +367,13 @@ func TestPoolHoldOffReadsAll(t *testing.T) {
 				time.Sleep(20 * time.Microsecond)
 			}
 		}
-		end := time.Now().Add(2 * time.Second)
-		for time.Now().Before(end) {
+		await.Within(await.Deadline, func() bool {
 			var got int64
 			for _, c := range rxs {
 				got += c.received.Load()
 			}
-			if got == 4*rounds {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return got >= 4*rounds
+		})
 		st := p.Stats()
 		for i, c := range rxs {
 			if c.received.Load() != rounds {
@@ -471,21 +475,24 @@ func TestPoolSendBufferFull(t *testing.T) {
 	p := NewPool(PoolOptions{Threads: 1})
 	defer p.Close()
 	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
-	var refusals atomic.Int32
+	var calls atomic.Int32
 	a.sys.sendFn = func(fd int, msgs []unix.Mmsghdr) (int, unix.Errno) {
-		if refusals.Add(1) <= 3 {
+		if calls.Add(1) <= 3 {
 			return 0, unix.EAGAIN
 		}
 		return sendmmsg(fd, msgs)
 	}
-	core := newFakeCore(time.Millisecond, 50*time.Millisecond)
+	core := newFakeCore(time.Millisecond, 0)
 	var log eventLog
 	c := p.Run(a, core, log.add)
-	waitDone(t, c, 2*time.Second)
-	log.checkEnd(t, dataphase.EndStopped)
+	// Five more send calls after the three refusals: it went on sending.
+	await.True(t, "sends after the refusals", func() bool { return calls.Load() >= 8 })
+	c.Stop()
+	waitDone(t, c)
+	log.checkEnd(t, dataphase.EndLocalStop)
 	st := c.Stats()
 	t.Logf("sent %d; stats %+v", core.sentOK, st)
-	if st.Socket.Counts[CountBackpressure] != 3 || core.sentOK < 20 {
+	if st.Socket.Counts[CountBackpressure] != 3 || core.sentOK < 5 {
 		t.Fatalf("sent %d, stats %+v", core.sentOK, st)
 	}
 }

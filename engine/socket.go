@@ -112,8 +112,12 @@ func (s *Socket) Close() error {
 
 // Connect fixes the socket's peer: the kernel then drops datagrams from
 // anyone else, Send and SendBatch go there, and ICMP errors for it are
-// reported (ECONNREFUSED). A plain IPv4 peer on an AF_INET6 socket is
-// mapped. On Linux it also reads the path MTU that bounds GSO.
+// reported (the path counters, socket_counters.go). On Linux, datagrams
+// already waiting on the socket arrived before that filter and may come
+// from anyone: Connect discards them (both ends connect before they send
+// the Test Activation that starts the peer's Data Phase, so none of the
+// peer's Data Phase is among them), and it reads the path MTU that bounds
+// GSO. A plain IPv4 peer on an AF_INET6 socket is mapped.
 func (s *Socket) Connect(peer netip.AddrPort) error { return s.connect(peer) }
 
 // SendTo sends one datagram to to (control phase).

@@ -217,6 +217,7 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.peer = unmapAddrPort(peer)
 	x.peer4 = IsIPv4Peer(peer)
+	s.discardQueued()
 	// Connecting picks the source address for the peer; report that one
 	// (a client's JSON names it) rather than the wildcard it was bound to.
 	if sa, err := unix.Getsockname(x.fd); err == nil {
@@ -224,6 +225,44 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.refreshMTU()
 	return nil
+}
+
+// maxPreConnect bounds how many waiting datagrams Connect discards: a
+// receive buffer holds a few thousand at most, and a flood that keeps
+// refilling it must not hold Connect.
+const maxPreConnect = 1 << 14
+
+// discardQueued drops what was waiting on the socket before Connect set
+// the kernel's source filter (udp4_lib_lookup matches a connected socket
+// only for its peer's address and port; what was queued before stays
+// queued): a Setup's test port takes datagrams from anyone until its Test
+// Activation arrives, and a forged Status or Load PDU queued then would
+// otherwise reach the Data Phase as the peer's. The caller holds mu
+// shared.
+func (s *Socket) discardQueued() {
+	var buf [1]byte
+	n := drain(maxPreConnect, func() error {
+		_, _, err := unix.Recvfrom(s.sys.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		return err
+	})
+	s.stats[CountPreConnect].Add(uint64(n))
+}
+
+// drain runs read until it fails (EINTR aside: EAGAIN when the queue is
+// empty; another error is for whoever reads next to see) or limit reads
+// succeeded, and returns how many did.
+func drain(limit int, read func() error) int {
+	n := 0
+	for n < limit {
+		switch err := read(); err {
+		case nil:
+			n++
+		case unix.EINTR:
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 // refreshMTU reads the path MTU of the connected socket. IP_MTU works on an
@@ -376,8 +415,8 @@ func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error 
 	switch {
 	case err == nil:
 		return nil
-	case err == unix.ECONNREFUSED:
-		s.stats[CountConnRefused].Add(1)
+	case isPathError(err):
+		s.countPath(pathClassOf(err.(unix.Errno)))
 		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
@@ -505,11 +544,14 @@ func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 	return nil
 }
 
-// clearError reads and so clears a pending socket error (sk_err), which
-// keeps POLLERR raised until it is read. It is called after a wait reports
-// POLLERR, so the executor never spins on it. The socket's error queue is
-// not used (no IP_RECVERR, no TX timestamps), so there is nothing else to
-// drain.
+// clearError clears what keeps POLLERR raised, after a wait reported it,
+// so the executor never spins on it: the socket's error queue, drained
+// when something put entries there (IP_RECVERR, which the engine does not
+// set, queues every ICMP error there as well as setting sk_err; its
+// entries are counted in CountSocketErrors only, since the send or
+// receive that reports the same error counts its kind), then the pending
+// error (sk_err), read and counted by its kind. A pending error read here
+// is one the next send or receive will not report.
 func (s *Socket) clearError() {
 	x := &s.sys
 	x.mu.RLock()
@@ -517,14 +559,41 @@ func (s *Socket) clearError() {
 	if x.fd < 0 {
 		return
 	}
-	v, err := unix.GetsockoptInt(x.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	s.drainErrQueue()
+	s.takePending()
+}
+
+// takePending reads and so clears the pending error, counting it by its
+// kind. The caller holds mu shared.
+func (s *Socket) takePending() {
+	v, err := unix.GetsockoptInt(s.sys.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil || v == 0 {
 		return
 	}
 	s.stats[CountSocketErrors].Add(1)
-	if unix.Errno(v) == unix.ECONNREFUSED {
-		s.stats[CountConnRefused].Add(1)
+	k := pathClassOf(unix.Errno(v))
+	s.countPath(k)
+	if k == CountMessageTooBig {
+		s.refreshMTU()
 	}
+}
+
+// maxErrQueue bounds one drain of the error queue; what is left raises
+// POLLERR again and is drained at the next wait.
+const maxErrQueue = 64
+
+// drainErrQueue reads the socket's error queue until it is empty (at most
+// maxErrQueue entries). It is on the error path only (after POLLERR), so
+// the small allocations of unix.Recvmsg do not matter. The caller holds
+// mu shared.
+func (s *Socket) drainErrQueue() {
+	var data [64]byte
+	var oob [256]byte
+	n := drain(maxErrQueue, func() error {
+		_, _, _, _, err := unix.Recvmsg(s.sys.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		return err
+	})
+	s.stats[CountSocketErrors].Add(uint64(n))
 }
 
 // lastSendWouldBlock reports whether the last SendBatch stopped on a full

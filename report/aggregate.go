@@ -58,10 +58,11 @@ type summaryAcc struct {
 	rttMin, rttMax             uint32
 	rttSum, rttCnt             uint32
 	rateSum                    float64
+	intfSum                    float64 // -E: the interface's rates
 	samples                    uint32
 }
 
-func (t *summaryAcc) add(r *record, s shown, mbps float64) {
+func (t *summaryAcc) add(r *record, s shown, mbps, intf float64) {
 	if t.samples == 0 {
 		t.dvMin, t.dvMax, t.dvSum = s.dvMin, r.dvMax, s.dvAvg
 		t.rttMin, t.rttMax = s.rttMin, r.rttMax
@@ -80,6 +81,7 @@ func (t *summaryAcc) add(r *record, s shown, mbps float64) {
 	t.rttCnt += r.rttCnt
 	t.ce += r.ce
 	t.rateSum += mbps
+	t.intfSum += intf
 	t.samples++
 }
 
@@ -91,6 +93,7 @@ type maxAcc struct {
 	active         int
 	rec            record
 	l3, l2, l1, l0 float64
+	intf           float64 // -E
 }
 
 // mode is 0 for single-mode tests and the first bimodal mode, 1 after the
@@ -108,29 +111,42 @@ func (c *Collector) emit(wall int64) {
 	a.count++
 	n := a.count
 	m := c.mode(n)
-	if mx := &c.maxes[m]; a.l3 > mx.l3 {
-		*mx = maxAcc{wall: wall, active: c.active, rec: a.rec, l3: a.l3, l2: a.l2, l1: a.l1, l0: a.l0}
+	intf := c.intfMbps
+	mx := &c.maxes[m]
+	higher := a.l3 > mx.l3
+	if c.res.info.InterfaceMax { // -M: the interface's rate picks the maximum
+		higher = intf > mx.intf
+	}
+	if higher {
+		*mx = maxAcc{wall: wall, active: c.active, rec: a.rec, l3: a.l3, l2: a.l2, l1: a.l1, l0: a.l0, intf: intf}
 	}
 	s := a.rec.shown()
+	res := intervalResult{
+		Interval: n, Seconds: float64(a.rec.accum) / 1000, Wall: wall, Active: c.active,
+		Q:         a.rec.quality(s),
+		Capacity:  a.l3,
+		Intf:      intf,
+		MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
+	}
 	if !c.opt.NoSubInt {
 		if c.text() {
-			c.write(subIntervalLine(c.prefix(0), n, &a.rec, a.l3, c.opt.LossRatio, c.ceOn()))
+			c.write(subIntervalLine(c.prefix(0), n, &a.rec, a.l3, c.opt.LossRatio, c.ceOn(), intfText(c.intfOn(), intf)))
 		}
-		c.res.intervals = append(c.res.intervals, intervalResult{
-			Interval: n, Seconds: float64(a.rec.accum) / 1000, Wall: wall, Active: c.active,
-			Q:         a.rec.quality(s),
-			Capacity:  a.l3,
-			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
-		})
+		c.res.intervals = append(c.res.intervals, res)
+	}
+	if c.opt.OnInterval != nil {
+		c.opt.OnInterval(newInterval(-1, n, &a.rec, s, res))
 	}
 	c.res.skips.sum(&a.skips)
-	if a.skips.any() {
+	// -s: no Sub-Interval lines, ours included, and no per-Sub-Interval
+	// list in JSON (the totals stay).
+	if a.skips.any() && !c.opt.NoSubInt {
 		c.res.skipList = append(c.res.skipList, skipInterval{Interval: n, F: a.skips})
 		if c.text() && a.skips.Bursts > 0 {
 			c.write(skipLine(c.prefix(0), n, &a.skips))
 		}
 	}
-	c.sums[m].add(&a.rec, s, a.l3)
+	c.sums[m].add(&a.rec, s, a.l3, intf)
 	a.reset()
 }
 
@@ -166,11 +182,12 @@ func (c *Collector) conclude() {
 	for i := range modes {
 		t := &c.sums[i]
 		q := counts(t.dgrams, t.loss, t.ooo, t.dup, t.ce)
-		dvAvg, rate := t.dvSum, t.rateSum
+		dvAvg, rate, intf := t.dvSum, t.rateSum, t.intfSum
 		if float64(t.dgrams)+float64(t.loss) > 0 {
 			delivered = q.shownDelivered(c.opt.LossRatio)
 			dvAvg = avg(t.dvSum, t.samples)
 			rate /= float64(t.samples)
+			intf /= float64(t.samples)
 		}
 		rttAvg := t.rttSum
 		if t.rttCnt > 0 {
@@ -178,13 +195,14 @@ func (c *Collector) conclude() {
 		}
 		if c.text() {
 			c.write(pre + dir + " " + label("Summary", i) + " " + qualityText(c.opt.LossRatio, delivered, c.ceOn(),
-				t.loss, t.ooo, t.dup, t.ce, [3]uint32{t.dvMin, dvAvg, t.dvMax}, [3]uint32{t.rttMin, rttAvg, t.rttMax}, rate))
+				t.loss, t.ooo, t.dup, t.ce, [3]uint32{t.dvMin, dvAvg, t.dvMax}, [3]uint32{t.rttMin, rttAvg, t.rttMax}, rate,
+				intfText(c.intfOn(), intf)))
 		}
 		q.PDVMin, q.PDVAvg, q.PDVMax, q.PDVRange = ms(t.dvMin), ms(dvAvg), ms(t.dvMax), ms(t.dvMax-t.dvMin)
 		q.RTTMin, q.RTTAvg, q.RTTMax, q.RTTRange = ms(t.rttMin), ms(rttAvg), ms(t.rttMax), ms(t.rttMax-t.rttMin)
 		r.summary = append(r.summary, summaryResult{
 			Mode: i + 1, Intervals: last[i] - first[i] + 1, Active: c.active, Q: q,
-			Capacity:  rate,
+			Capacity: rate, Intf: intf,
 			MinOneway: float64(a.clockDeltaMin) / 1000, MinRTT: ms(rttMinimum),
 		})
 	}
@@ -194,12 +212,12 @@ func (c *Collector) conclude() {
 	for i := range modes {
 		mx := &c.maxes[i]
 		if c.text() {
-			c.write(maximumLine(pre, dir, label("Maximum", i), mx.l3, mx.l2, mx.l1, mx.l0))
+			c.write(maximumLine(pre, dir, label("Maximum", i), mx.l3, intfText(c.intfOn(), mx.intf), mx.l2, mx.l1, mx.l0))
 		}
 		s := mx.rec.shown()
 		r.max = append(r.max, maxResult{
 			Mode: i + 1, Intervals: last[i] - first[i] + 1, Wall: mx.wall, Active: mx.active,
-			Q: mx.rec.quality(s), Capacity: mx.l3, L2: mx.l2, L1: mx.l1, L0: mx.l0,
+			Q: mx.rec.quality(s), Capacity: mx.l3, Intf: mx.intf, L2: mx.l2, L1: mx.l1, L0: mx.l0,
 			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
 		})
 	}

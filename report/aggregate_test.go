@@ -256,8 +256,14 @@ func TestOutputOptions(t *testing.T) {
 	if strings.Replace(withSkips, skipLine, "", 1) != plain || !strings.Contains(withSkips, "Mbps(L3/IP): 10.00\n"+skipLine) {
 		t.Errorf("skip line:\n%s\nplain:\n%s", withSkips, plain)
 	}
-	if got := run(Options{NoSubInt: true}, false); strings.Contains(got, "Sub-Interval") || !strings.Contains(got, "Summary") {
-		t.Errorf("-s:\n%s", got)
+	for _, skips := range []bool{false, true} {
+		// -s: no Sub-Interval line, not even our skip line after one.
+		if got := run(Options{NoSubInt: true}, skips); strings.Contains(got, "Sub-Interval") || !strings.Contains(got, "Summary") {
+			t.Errorf("-s (skips %v):\n%s", skips, got)
+		}
+	}
+	if js := run(Options{Format: FormatJSON, NoSubInt: true}, true); !strings.Contains(js, `"SkippedBursts":12`) || strings.Contains(js, `"Intervals":[`) {
+		t.Errorf("json -s with skips: totals without the per-Sub-Interval list: %s", js)
 	}
 	if got := run(Options{LossRatio: true}, false); !strings.Contains(got, "Sub-Interval[1](sec):   1.0, LossRatio: 9.90E-03, Loss/OoO/Dup: 10/0/0,") ||
 		!strings.Contains(got, "Downstream Summary LossRatio: 9.90E-03, ") {

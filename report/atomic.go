@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,4 +58,37 @@ func syncDir(dir string) error {
 	}
 	d.Sync()
 	return d.Close()
+}
+
+// CheckWritable reports whether a file can be written at path now, as
+// WriteFileAtomic (or a plain create) will need at the end of a test: path
+// is not a directory, and its directory takes a new file, which is created
+// and removed here. A client checks its result and export files with it
+// before the test, so that an hour's test does not end in an unwritable
+// file.
+func CheckWritable(path string) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if base == "" {
+		return fmt.Errorf("%s: not a file name", path)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot create a file in %s: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("cannot remove %s: %w", name, err)
+	}
+	return nil
 }

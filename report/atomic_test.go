@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,37 @@ func TestWriteFileAtomicErrors(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("%d entries left in the directory, want 1", len(ents))
+	}
+}
+
+// TestCheckWritable: a writable directory passes and is left as it was; a
+// missing directory, a path through a file and a directory as the path
+// fail, naming the problem; so does a read-only directory (not as root,
+// who may write anywhere).
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "result.json")
+	if err := CheckWritable(ok); err != nil {
+		t.Errorf("%s: %v", ok, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the check left %d files behind", len(ents))
+	}
+	file := filepath.Join(dir, "plain")
+	os.WriteFile(file, nil, 0o644)
+	cases := map[string]string{
+		filepath.Join(dir, "missing", "r.json"): "no such file or directory",
+		filepath.Join(file, "r.json"):           "not a directory",
+		dir:                                     "is a directory",
+	}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		cases[filepath.Join(ro, "r.json")] = "permission denied"
+	}
+	for path, want := range cases {
+		if err := CheckWritable(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
 	}
 }

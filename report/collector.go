@@ -27,10 +27,12 @@ type Collector struct {
 	failed   bool // fewer than the minimum: no Summary, no results
 	finished bool
 
-	conns map[int]int // Sub-Intervals output per connection
-	agg   aggregate
-	sums  [2]summaryAcc
-	maxes [2]maxAcc
+	conns    map[int]int // Sub-Intervals output per connection
+	alerts   int         // ALERT lines asked for (Alert), shown or not
+	agg      aggregate
+	intfMbps float64 // the local interface's last rate (-E)
+	sums     [2]summaryAcc
+	maxes    [2]maxAcc
 }
 
 // New returns a Collector writing to w (standard output for the client).
@@ -111,10 +113,36 @@ func (c *Collector) Warning(code int, msg string) { c.message(code, msg) }
 // full text; it overwrites the ErrorStatus.
 func (c *Collector) Error(code int, msg string) { c.message(code, msg) }
 
+// MaxAlerts is how many ALERT lines a client run shows: OB-UDPST's
+// ALERT_MSG_LIMIT. Each invalid control response makes one, and before a
+// Test Connection's socket is connected anyone can send it junk (50,000
+// junk datagrams made 49,937 lines before this cap); what comes after the
+// cap is counted (Alerts) and said once.
+const MaxAlerts = 10
+
 // Alert records a line OB-UDPST prints on its error console without
 // changing the ErrorStatus (ALERT lines): in JSON it still becomes the
-// ErrorMessage.
-func (c *Collector) Alert(msg string) { c.message(-1, msg) }
+// ErrorMessage. Past MaxAlerts in a run, one line says that more are not
+// shown, and the rest are only counted. This is the one place the cap
+// lives: callers report every alert.
+func (c *Collector) Alert(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.alerts++
+	switch {
+	case c.alerts <= MaxAlerts:
+		c.say(-1, msg)
+	case c.alerts == MaxAlerts+1 && c.text():
+		c.write(fmt.Sprintf("ALERT: more than %d invalid control responses; no more are shown\n", MaxAlerts))
+	}
+}
+
+// Alerts returns how many ALERT lines were asked for, shown or not.
+func (c *Collector) Alerts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.alerts
+}
 
 func (c *Collector) message(code int, msg string) {
 	c.mu.Lock()
@@ -224,14 +252,20 @@ func (c *Collector) Add(conn int, r dataphase.SubIntervalResult) {
 	}
 	n++
 	c.conns[conn] = n
+	if c.agg.contrib == 0 {
+		c.sampleInterface()
+	}
 	rec := recordOf(&r)
 	ipv6 := c.res.info.IPv6
 	l3 := rec.rate(overheadL3, ipv6)
 	if c.text() && c.opt.Verbose && !c.opt.NoSubInt {
-		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn()))
+		c.write(subIntervalLine(c.prefix(conn+1), n, &rec, l3, c.opt.LossRatio, c.ceOn(), ""))
 	}
 	if !c.opt.NoSubInt {
 		c.res.addConn(conn, &rec, l3, &r)
+	}
+	if c.opt.OnInterval != nil {
+		c.opt.OnInterval(c.connInterval(conn, n, wall, &rec, l3, &r))
 	}
 	c.agg.add(&r, &rec, l3, ipv6)
 	c.poll(wall)
@@ -251,6 +285,18 @@ func (c *Collector) poll(wall int64) {
 }
 
 func (c *Collector) ceOn() bool { return c.res.info != nil && c.res.info.CEThresh > 0 }
+
+// intfOn reports whether the local interface's rate is reported (-E).
+func (c *Collector) intfOn() bool { return c.res.info != nil && c.res.info.Interface != "" }
+
+// sampleInterface reads the local interface's rate (-E) as OB-UDPST does:
+// when the first Test Connection's Sub-Interval of an aggregate
+// Sub-Interval arrives; the aggregate then shows it.
+func (c *Collector) sampleInterface() {
+	if c.intfOn() && c.opt.InterfaceRate != nil {
+		c.intfMbps = c.opt.InterfaceRate()
+	}
+}
 
 // Finish completes the run: it emits a pending aggregate Sub-Interval,
 // computes Summary and Maximum (when at least one Sub-Interval was output

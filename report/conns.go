@@ -49,11 +49,7 @@ func (r *results) addConn(conn int, rec *record, l3 float64, sr *dataphase.SubIn
 // -T select, or -1 when it is not there (a server with another table).
 func (r *results) rowIndex(row dataphase.SendingRate) int {
 	if r.rows == nil {
-		t := dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: !r.info.Jumbo, TraditionalMTU: r.info.TraditionalMTU})
-		r.rows = make(map[dataphase.SendingRate]int, len(t))
-		for i := len(t) - 1; i >= 0; i-- { // the lowest index of equal rows
-			r.rows[t[i]] = i
-		}
+		r.rows = dataphase.RowIndexes(dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: !r.info.Jumbo, TraditionalMTU: r.info.TraditionalMTU}))
 	}
 	if i, ok := r.rows[row]; ok {
 		return i

@@ -40,7 +40,7 @@ func (r *results) document(f Format) *jobj {
 
 func inputObject(t *TestInfo) *jobj {
 	in := &jobj{}
-	in.str("Interface", "")
+	in.str("Interface", t.Interface)
 	role := "Receiver"
 	if t.Upstream {
 		role = "Sender"
@@ -140,7 +140,7 @@ func inputObject(t *TestInfo) *jobj {
 	in.int("SlowAdjThresh", int64(t.SlowAdjThresh))
 	in.int("HSpeedThresh", highSpeedRow*1000000)
 	in.str("RateAdjAlgorithm", algorithmName(t.Algorithm))
-	in.int("InterfaceDeterminesMax", 0) // -M is not supported
+	in.flag("InterfaceDeterminesMax", t.InterfaceMax)
 	return in
 }
 
@@ -221,7 +221,7 @@ func (v *intervalResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "")
 	o.num("IPLayerCapacity", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
+	o.num("InterfaceEthMbps", v.Intf, precPercent)
 	o.num("MinOnewayDelay", v.MinOneway, precDelay)
 	return o
 }
@@ -233,7 +233,7 @@ func (v *summaryResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "Summary")
 	o.num("IPLayerCapacitySummary", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
+	o.num("InterfaceEthMbps", v.Intf, precPercent)
 	o.num("MinOnewayDelaySummary", v.MinOneway, precDelay)
 	o.num("MinRTTSummary", v.MinRTT, precDelay)
 	return o
@@ -247,7 +247,7 @@ func (v *maxResult) object() *jobj {
 	o.int("ActiveConnections", int64(v.Active))
 	addQuality(o, &v.Q, "AtMax")
 	o.num("MaxIPLayerCapacity", v.Capacity, precPercent)
-	o.num("InterfaceEthMbps", 0, precPercent) // -E is not supported
+	o.num("InterfaceEthMbps", v.Intf, precPercent)
 	o.num("MaxETHCapacityNoFCS", v.L2, precPercent)
 	o.num("MaxETHCapacityWithFCS", v.L1, precPercent)
 	o.num("MaxETHCapacityWithFCSVLAN", v.L0, precPercent)
@@ -265,14 +265,16 @@ func (r *results) extension() *jobj {
 		addSkips(o, &r.skips)
 		o.int("PlannedDatagrams", int64(r.skips.Planned))
 		o.int("SentDatagrams", int64(r.skips.Delivered))
-		list := jarr{}
-		for i := range r.skipList {
-			e := &jobj{}
-			e.int("Interval", int64(r.skipList[i].Interval))
-			addSkips(e, &r.skipList[i].F)
-			list = append(list, e)
+		if len(r.skipList) > 0 { // none with -s
+			list := jarr{}
+			for i := range r.skipList {
+				e := &jobj{}
+				e.int("Interval", int64(r.skipList[i].Interval))
+				addSkips(e, &r.skipList[i].F)
+				list = append(list, e)
+			}
+			o.add("Intervals", list)
 		}
-		o.add("Intervals", list)
 	}
 	if r.connsShown() {
 		o.add("Connections", r.connsArray())

@@ -60,6 +60,19 @@ type Options struct {
 	// client's payload sizes and socket path.
 	Mode *Mode
 
+	// InterfaceRate, with TestInfo.Interface set (-E), returns the local
+	// interface's rate in Mbps since its previous call, OB-UDPST's
+	// "[x.xx]" figure and InterfaceEthMbps; it is called once per
+	// aggregate Sub-Interval, with the Collector's lock held.
+	InterfaceRate func() float64
+
+	// OnInterval, if set, is called with each Sub-Interval of a Test
+	// Connection as it is merged and each aggregate Sub-Interval as it is
+	// emitted, also with -s (NoSubInt), in that order, with the
+	// Collector's lock held: it must return promptly and must not call
+	// the Collector.
+	OnInterval func(Interval)
+
 	// Now is the wall clock for BOMTime, EOMTime and aggregates produced
 	// without a result (connection end, Finish); nil selects time.Now.
 	Now func() time.Time
@@ -80,8 +93,10 @@ type Host struct {
 // Its values apply to every connection: the IPv6 overhead in the rates and
 // the NumberTestSubIntervals cap (OB-UDPST uses each connection's own, which
 // differ only with mixed-family host lists or servers coercing differently).
-// OB-UDPST's local interface rate (-E, -M) is not supported: "Interface" is
-// "", "InterfaceEthMbps" 0.0 and "InterfaceDeterminesMax" 0.
+// Interface and InterfaceMax are the client's -E and -M: the local
+// interface whose rate (Options.InterfaceRate) the aggregate figures show
+// next to their own, and whether it, not the test traffic, picks the
+// maximum.
 type TestInfo struct {
 	Upstream       bool
 	TestIntTime    int    // s (accepted)
@@ -113,9 +128,11 @@ type TestInfo struct {
 	ServerPort   int              // the server's test port of this connection
 	ClientAddr   string
 	ClientPort   int
-	MaxBandwidth int // -B, Mbps (total)
-	Bimodal      int // -i count: Sub-Intervals of the first mode, 0 = none
-	SuppCount    int // -i -count: the count when rate adjustment is suppressed, else 0
+	MaxBandwidth int    // -B, Mbps (total)
+	Bimodal      int    // -i count: Sub-Intervals of the first mode, 0 = none
+	SuppCount    int    // -i -count: the count when rate adjustment is suppressed, else 0
+	Interface    string // -E: the local interface's name, "" for none
+	InterfaceMax bool   // -M: the interface's rate picks the maximum
 }
 
 // subIntervals is NumberTestSubIntervals: the most Sub-Intervals a Test
@@ -190,6 +207,7 @@ type intervalResult struct {
 	Active    int
 	Q         quality
 	Capacity  float64
+	Intf      float64 // InterfaceEthMbps (-E)
 	MinOneway float64
 }
 
@@ -197,7 +215,7 @@ type intervalResult struct {
 type summaryResult struct {
 	Mode, Intervals, Active int
 	Q                       quality
-	Capacity                float64
+	Capacity, Intf          float64
 	MinOneway, MinRTT       float64
 }
 
@@ -207,7 +225,7 @@ type maxResult struct {
 	Wall            int64
 	Active          int
 	Q               quality
-	Capacity        float64
+	Capacity, Intf  float64
 	L2, L1, L0      float64
 	MinOneway       float64
 }

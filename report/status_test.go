@@ -59,6 +59,23 @@ func TestErrorStatus(t *testing.T) {
 	}
 }
 
+// TestAlertCap: a flood of invalid control responses shows MaxAlerts
+// lines and one that says the rest are not shown; all are counted.
+func TestAlertCap(t *testing.T) {
+	var out bytes.Buffer
+	c := New(&out, Options{Connections: 1, MinConnections: 1})
+	for i := 0; i < 50000; i++ {
+		c.Alert("ALERT: Received invalid setup response (1,0x0000:0x0000,0x0000) [Server 127.0.0.1:24601]")
+	}
+	lines := bytes.Count(out.Bytes(), []byte("\n"))
+	if lines != MaxAlerts+1 || !bytes.Contains(out.Bytes(), []byte("no more are shown")) || c.Alerts() != 50000 {
+		t.Errorf("%d lines, %d counted:\n%s", lines, c.Alerts(), out.String())
+	}
+	if c.ErrorStatus() != StatusGeneral {
+		t.Errorf("status %d: alerts change no status", c.ErrorStatus())
+	}
+}
+
 func TestMessagesNotPrintedInJSON(t *testing.T) {
 	var out bytes.Buffer
 	c := New(&out, Options{Format: FormatJSON, Connections: 1, MinConnections: 1})

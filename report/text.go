@@ -34,11 +34,24 @@ func headerLines(t *TestInfo, prefix string) string {
 	default:
 		sr = fmt.Sprintf("%d", t.SRIndex)
 	}
+	intf := "" // -E: OB-UDPST names the interface at the end of the line
+	if t.Interface != "" {
+		intf = ", [" + t.Interface + "]"
+	}
 	return fmt.Sprintf("%s%s Test Int(sec): %d, DelayVar Th(ms): %d-%d [%s], Trial Int(ms): %d, Ignore OoO/Dup: %s, Payload: %s,\n"+
-		"  ID: %d, SR Index: %s, Cong. Th: %d, HS Delta: %d, SeqErr Th: %d, Algo: %s, Conn: %d, DSCP+ECN: %d, CE Th: %d\n",
+		"  ID: %d, SR Index: %s, Cong. Th: %d, HS Delta: %d, SeqErr Th: %d, Algo: %s, Conn: %d, DSCP+ECN: %d, CE Th: %d%s\n",
 		prefix, t.direction(), t.TestIntTime, t.LowThresh, t.UpperThresh, delay, t.TrialInt, ignore, payload,
 		t.MCIdent, sr, t.SlowAdjThresh, t.HighSpeedDelta, t.SeqErrThresh, algorithmName(t.Algorithm), t.ConnMax,
-		t.DSCPECN, t.CEThresh)
+		t.DSCPECN, t.CEThresh, intf)
+}
+
+// intfText is what OB-UDPST appends to an L3 rate with -E: the local
+// interface's rate, " [x.xx]"; "" without -E.
+func intfText(on bool, mbps float64) string {
+	if !on {
+		return ""
+	}
+	return fmt.Sprintf(" [%.2f]", mbps)
 }
 
 func algorithmName(a uint8) string {
@@ -50,9 +63,10 @@ func algorithmName(a uint8) string {
 
 // qualityText is the part shared by Sub-Interval and Summary lines, from
 // "Delivered(%)" (or "LossRatio") to the end of the line. delivered is
-// already the percentage or the ratio, whichever lossRatio selects.
+// already the percentage or the ratio, whichever lossRatio selects; intf
+// follows the L3 rate (intfText).
 func qualityText(lossRatio bool, delivered float64, ce bool, loss, ooo, dup, ceCount uint32,
-	dv, rtt [3]uint32, mbps float64) string {
+	dv, rtt [3]uint32, mbps float64, intf string) string {
 	var b strings.Builder
 	if lossRatio {
 		fmt.Fprintf(&b, "LossRatio: %.2E, ", delivered)
@@ -63,14 +77,15 @@ func qualityText(lossRatio bool, delivered float64, ce bool, loss, ooo, dup, ceC
 	if ce {
 		label, count = "/CE", fmt.Sprintf("/%d", ceCount)
 	}
-	fmt.Fprintf(&b, "Loss/OoO/Dup%s: %d/%d/%d%s, OWDVar(ms): %d/%d/%d, RTTVar(ms): %d/%d/%d, Mbps(L3/IP): %.2f\n",
-		label, loss, ooo, dup, count, dv[0], dv[1], dv[2], rtt[0], rtt[1], rtt[2], mbps)
+	fmt.Fprintf(&b, "Loss/OoO/Dup%s: %d/%d/%d%s, OWDVar(ms): %d/%d/%d, RTTVar(ms): %d/%d/%d, Mbps(L3/IP): %.2f%s\n",
+		label, loss, ooo, dup, count, dv[0], dv[1], dv[2], rtt[0], rtt[1], rtt[2], mbps, intf)
 	return b.String()
 }
 
 // subIntervalLine is "Sub-Interval[n](sec): ..." for a connection or the
-// aggregate; n is that one's Sub-Interval count.
-func subIntervalLine(prefix string, n int, r *record, mbps float64, lossRatio, ce bool) string {
+// aggregate; n is that one's Sub-Interval count; intf (intfText) only on
+// the aggregate's.
+func subIntervalLine(prefix string, n int, r *record, mbps float64, lossRatio, ce bool, intf string) string {
 	s := r.shown()
 	q := counts(r.dgrams, r.loss, r.ooo, r.dup, r.ce)
 	width := 5
@@ -79,7 +94,7 @@ func subIntervalLine(prefix string, n int, r *record, mbps float64, lossRatio, c
 	}
 	return fmt.Sprintf("%sSub-Interval[%d](sec): %*.1f, ", prefix, n, width, float64(r.accum)/1000) +
 		qualityText(lossRatio, q.shownDelivered(lossRatio), ce, r.loss, r.ooo, r.dup, r.ce,
-			[3]uint32{s.dvMin, s.dvAvg, s.dvMax}, [3]uint32{s.rttMin, s.rttAvg, s.rttMax}, mbps)
+			[3]uint32{s.dvMin, s.dvAvg, s.dvMax}, [3]uint32{s.rttMin, s.rttAvg, s.rttMax}, mbps, intf)
 }
 
 // skipLine is our own line after a Sub-Interval in which the Load Sender
@@ -94,9 +109,9 @@ func minimumLine(prefix, dir string, clockDeltaMin int32, rttMinimum uint32, act
 		prefix, dir, clockDeltaMin, rttMinimum, active)
 }
 
-func maximumLine(prefix, dir, label string, l3, l2, l1, l0 float64) string {
-	return fmt.Sprintf("%s%s %s Mbps(L3/IP): %.2f, Mbps(L2/Eth): %.2f, Mbps(L1/Eth): %.2f, Mbps(L1/Eth+VLAN): %.2f\n",
-		prefix, dir, label, l3, l2, l1, l0)
+func maximumLine(prefix, dir, label string, l3 float64, intf string, l2, l1, l0 float64) string {
+	return fmt.Sprintf("%s%s %s Mbps(L3/IP): %.2f%s, Mbps(L2/Eth): %.2f, Mbps(L1/Eth): %.2f, Mbps(L1/Eth+VLAN): %.2f\n",
+		prefix, dir, label, l3, intf, l2, l1, l0)
 }
 
 // banner is OB-UDPST's banner as parsers of its output find it: the title,

@@ -174,11 +174,19 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-m", "0x02", "-Z", "10"}, func(c *cc) { c.DSCPECN, c.CEThresh = 2, 10 }},
 		{[]string{"-m", "1", "--ecn-ce-threshold", "255"}, func(c *cc) { c.DSCPECN, c.CEThresh = 1, 255 }},
 		{[]string{"--output", "result.json"}, func(c *cc) { c.OutputFile = "result.json" }},
+		{[]string{"--textfile", "udpstp.prom"}, func(c *cc) { c.TextFile = "udpstp.prom" }},
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
 		// The plan is in localOptions (plan_test.go); a bidirectional
 		// test's idle baseline is in the config.
 		{[]string{"--bidirectional"}, func(c *cc) { c.Bimodal, c.Suppress, c.UseOwDelVar = 2, true, true }},
 		{[]string{"--repeat", "3", "--pause", "1s"}, func(c *cc) {}},
+		{[]string{"-O", "meta_#i_%H.csv"}, func(c *cc) { c.ExportFile = "meta_#i_%H.csv" }},
+		{[]string{"--export", "+meta.csv"}, func(c *cc) { c.ExportFile, c.ExportAll = "meta.csv", true }},
+		{[]string{"-E", "eth0"}, func(c *cc) { c.Interface = "eth0" }},
+		{[]string{"-E", "veth-udpstp0123", "-M"}, func(c *cc) { c.Interface, c.InterfaceMax = "veth-udpstp0123", true }},
+		{[]string{"--json-stream"}, func(c *cc) { c.Format = "json" }},
+		{[]string{"--json-stream", "-f", "jsonb"}, func(c *cc) { c.Format = "jsonb" }},
+		{[]string{"--progress", "Never"}, func(c *cc) {}}, // localOptions, checked below
 	}
 	used := map[string]bool{}
 	for _, tt := range tests {
@@ -198,8 +206,11 @@ func TestClientOptions(t *testing.T) {
 	if _, lo := mustClient(t, "-d", "h", "--no-gso"); !lo.NoGSO {
 		t.Error("--no-gso did not set localOptions.NoGSO")
 	}
+	if _, lo := mustClient(t, "-d", "h", "--json-stream", "--progress", "ALWAYS"); !lo.Stream || lo.Progress != progressAlways {
+		t.Errorf("--json-stream --progress ALWAYS: %+v", lo)
+	}
 	for _, o := range options {
-		if o.role&forClient != 0 && !o.unsupported && o.name != "key-file" && o.name != "show-rates" && !used[o.name] {
+		if o.role&forClient != 0 && o.unsupported&forClient == 0 && o.name != "key-file" && o.name != "show-rates" && !used[o.name] {
 			t.Errorf("client option %s is not exercised", &o) // key file and -S have tests of their own
 		}
 	}
@@ -240,6 +251,7 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"-x", "-l", "log", "-k", "10"}, func(s *sc) {}},
 		{[]string{"-G", "stats.json"}, func(s *sc) {}},
 		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
+		{[]string{"--metrics-listen", "127.0.0.1:24602"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},
 		{[]string{"-p", "1", "[::1]:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"::1"}, 25000 }},
@@ -260,7 +272,7 @@ func TestServerOptions(t *testing.T) {
 		t.Error("--no-gso did not set localOptions.NoGSO")
 	}
 	for _, o := range options {
-		if o.role&forServer != 0 && !o.unsupported && o.name != "key-file" && o.name != "show-rates" && !used[o.name] {
+		if o.role&forServer != 0 && o.unsupported&forServer == 0 && o.name != "key-file" && o.name != "show-rates" && !used[o.name] {
 			t.Errorf("server option %s is not exercised", &o)
 		}
 	}
@@ -469,6 +481,53 @@ func TestRoleMismatch(t *testing.T) {
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-1"}, "ERROR: One test execution only valid when server")
 }
 
+// TestClientUXErrors: the refusals of -O, -E, --json-stream and --progress.
+func TestClientUXErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-O", "+"}, "ERROR: --export/-O needs a file name"},
+		{[]string{"-E", "a/b"}, "ERROR: 'a/b' is not a valid interface name (--interface/-E)"},
+		{[]string{"-E", "sixteen-chars-xx"}, "not a valid interface name"},
+		{[]string{"-M"}, "ERROR: Maximum from local interface requires local interface option"},
+		{[]string{"--json-stream", "-f", "jsonf"}, "ERROR: --json-stream writes one object per line: not with --format/-f jsonf"},
+		{[]string{"--json-stream", "-v"}, "ERROR: Verbose not available with JSON output format option"},
+		{[]string{"--progress", "sometimes"}, "ERROR: 'sometimes' is not a valid progress setting (--progress: auto, always or never)"},
+	} {
+		mustFail(t, exitConfig, append([]string{"client", "-d", "h"}, tt.args...), tt.want)
+	}
+	mustFail(t, exitConfig, []string{"client", "-u", "h", "-O", "x.csv"}, "ERROR: Client output file only valid for downstream testing")
+	mustFail(t, exitConfig, []string{"server", "--json-stream"}, "ERROR: JSON stream only valid when client")
+}
+
+// TestProgressChoice: auto draws only on a terminal, for text without -s
+// or a stream; always and never are what they say.
+func TestProgressChoice(t *testing.T) {
+	text := &control.ClientConfig{}
+	js := &control.ClientConfig{Format: "json"}
+	quiet := &control.ClientConfig{NoSubInt: true}
+	for _, c := range []struct {
+		cfg  *control.ClientConfig
+		lo   localOptions
+		tty  bool
+		want bool
+	}{
+		{text, localOptions{}, true, true},
+		{text, localOptions{Progress: progressAuto}, true, true},
+		{text, localOptions{}, false, false},
+		{js, localOptions{}, true, false},
+		{quiet, localOptions{}, true, false},
+		{text, localOptions{Stream: true}, true, false},
+		{js, localOptions{Progress: progressAlways}, false, true},
+		{text, localOptions{Progress: progressNever}, true, false},
+	} {
+		if got := wantProgress(c.cfg, c.lo, c.tty); got != c.want {
+			t.Errorf("%+v %+v terminal %v: %v", c.cfg, c.lo, c.tty, got)
+		}
+	}
+}
+
 // TestUnsupported: options whose work is not done yet are refused with one
 // line, never ignored.
 func TestUnsupported(t *testing.T) {
@@ -476,11 +535,8 @@ func TestUnsupported(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"client", "-d", "h", "-O", "meta.csv"}, "--export/-O is not supported yet"},
-		{[]string{"client", "-d", "h", "-O", "+meta.csv"}, "--export/-O is not supported yet"},
-		{[]string{"client", "-d", "h", "-E", "eth0"}, "--interface/-E is not supported yet"},
-		{[]string{"client", "-d", "h", "-E", "eth0", "-M"}, "--interface/-E is not supported yet"},
 		{[]string{"server", "-O", "meta.csv"}, "--export/-O is not supported yet"},
+		{[]string{"server", "-O", "+meta.csv"}, "--export/-O is not supported yet"},
 	} {
 		mustFail(t, exitConfig, tt.args, tt.want)
 	}

@@ -59,6 +59,9 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 		return nil, lo, err
 	}
 	lo.NoGSO = v.on("no-gso")
+	if err := clientUXOptions(v, &cfg, &lo); err != nil {
+		return nil, lo, err
+	}
 	if err := checkClient(v, &cfg, keyID); err != nil {
 		return nil, lo, err
 	}
@@ -200,6 +203,9 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 		if cfg.OutputFile = v.text("output"); cfg.OutputFile == "" {
 			return 0, configError("ERROR: %s needs a file name", opt("output"))
 		}
+	}
+	if cfg.TextFile, err = textfileOption(v); err != nil {
+		return 0, err
 	}
 	return keyID, nil
 }

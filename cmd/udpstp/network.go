@@ -161,14 +161,20 @@ type statsDataPhase interface {
 // logSocketErrors logs an ended Data Phase's socket errors and overruns,
 // if it had any (-e).
 func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
-	c := dp.Stats().Socket.Counts
-	if c[engine.CountBackpressure]+c[engine.CountConnRefused]+c[engine.CountSocketErrors]+c[engine.CountGSORefusals] == 0 {
+	st := dp.Stats().Socket
+	c := st.Counts
+	if c[engine.CountBackpressure]+c.PathErrors()+c[engine.CountGivenUp]+c[engine.CountPreConnect]+
+		c[engine.CountSocketErrors]+c[engine.CountGSORefusals] == 0 {
 		return
 	}
-	n.log.Warn("socket errors", "local", s.LocalAddr(), "peer", s.Peer(),
-		"overruns", c[engine.CountBackpressure], "refused_datagrams", c[engine.CountRefusedDatagrams],
-		"connection_refused", c[engine.CountConnRefused], "socket_errors", c[engine.CountSocketErrors],
-		"gso_refusals", c[engine.CountGSORefusals])
+	args := []any{"local", s.LocalAddr(), "peer", s.Peer(),
+		"overruns", c[engine.CountBackpressure], engine.CountRefusedDatagrams.String(), c[engine.CountRefusedDatagrams]}
+	// Every path counter by its name (connection_refused, host_unreachable,
+	// ..., pre_connect_dropped).
+	for k := engine.CountConnRefused; k <= engine.CountGSORefusals; k++ {
+		args = append(args, k.String(), c[k])
+	}
+	n.log.Warn("socket errors", append(args, "gso", st.GSO)...)
 }
 
 func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {

@@ -45,6 +45,14 @@ func clientPlan(v optionValues, cfg *control.ClientConfig) (client.Plan, error) 
 		}
 		p.Pause = d
 	}
+	if cfg.TextFile != "" && (p.Bidirectional || p.Repeat > 0) {
+		// Its metrics are one test of one direction's (package metrics).
+		other := opt("repeat")
+		if p.Bidirectional {
+			other = opt("bidirectional")
+		}
+		return p, configError("ERROR: %s holds one test of one direction: not with %s", opt("textfile"), other)
+	}
 	if !p.Bidirectional {
 		return p, nil
 	}

@@ -69,6 +69,8 @@ func TestClientPlanRefusals(t *testing.T) {
 		// OB-UDPST's own check comes first.
 		{[]string{"client", "--bidirectional", "h", "-t", "5", "-i", "-5"},
 			[]string{"ERROR: Bimodal count must be less than total sub-intervals"}},
+		{[]string{"client", "-ud", "h", "--textfile", "/tmp/x.prom"}, []string{"ERROR: --textfile holds one test of one direction: not with --bidirectional"}},
+		{[]string{"client", "-d", "h", "--repeat", "2", "--textfile", "/tmp/x.prom"}, []string{"ERROR: --textfile holds one test of one direction: not with --repeat"}},
 		{[]string{"server", "--bidirectional"}, []string{"ERROR: Bidirectional test only valid when client"}},
 		{[]string{"server", "--repeat", "2"}, []string{"ERROR: Repeated tests only valid when client"}},
 		{[]string{"server", "--pause", "1"}, []string{"ERROR: Pause between tests only valid when client"}},

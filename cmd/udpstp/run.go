@@ -7,7 +7,7 @@ package main
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
@@ -24,9 +24,11 @@ import (
 // carry (yet). Fields move into control.ServerConfig/ClientConfig when the
 // code that uses them lives there.
 type localOptions struct {
-	NoGSO   bool           // --no-gso: send without UDP_SEGMENT
-	Service serviceOptions // the server's service options (service_options.go)
-	Plan    client.Plan    // --bidirectional, --repeat, --pause (plan.go)
+	NoGSO    bool           // --no-gso: send without UDP_SEGMENT
+	Service  serviceOptions // the server's service options (service_options.go)
+	Stream   bool           // --json-stream (client_ux.go)
+	Progress string         // --progress: auto (or ""), always or never
+	Plan     client.Plan    // --bidirectional, --repeat, --pause (plan.go)
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
@@ -37,10 +39,17 @@ var runClient = runTest
 
 // runTest runs one test (package client) on the engine's sockets.
 func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
-	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors,
-		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	return client.Run(ctx, cfg, client.Options{Network: net, Out: os.Stdout, Stderr: os.Stderr,
+	ux := newClientUX(cfg, lo, os.Stdout, os.Stderr)
+	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors, log: ux.log}
+	status := client.Run(ctx, cfg, client.Options{Network: net, Out: ux.out, Stderr: ux.stderr, Observe: ux.observe,
 		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})
+	if ux.stream != nil && ux.stream.Err() != nil {
+		fmt.Fprintf(os.Stderr, "udpstp: ERROR: writing the event stream: %v\n", ux.stream.Err())
+		if status == 0 {
+			status = exitInit
+		}
+	}
+	return status
 }
 
 // socketPath is the client's socket path in OB-UDPST's words, for the

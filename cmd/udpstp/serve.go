@@ -73,6 +73,14 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	}
 	log := newServiceLogger(out, so.LogFormat, level)
 
+	// --metrics-listen is bound before the control sockets: an address in
+	// use is a start error, like a control port in use.
+	mx, err := listenMetrics(so.MetricsListen)
+	if err != nil {
+		return cli.Exit("ERROR: "+err.Error(), exitInit)
+	}
+	defer mx.close()
+
 	socks, err := activatedSockets()
 	if err != nil {
 		return cli.Exit("ERROR: "+err.Error(), exitInit)
@@ -118,6 +126,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 			}
 		}
 	}()
+	mx.start(svc, &wg, srv, snet, base, log)
 	if so.StatsFile != "" {
 		sc := &statsCollector{
 			pattern: so.StatsFile, srv: srv, net: snet, log: log, started: processStart,

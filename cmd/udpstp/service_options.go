@@ -27,6 +27,8 @@ type serviceOptions struct {
 
 	SetupRate int // --setup-rate: Setup Requests per second per source; 0 (the default): no limit
 
+	MetricsListen string // --metrics-listen: host:port of the Prometheus endpoint; "": none
+
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
 	AuthKey string
 	KeyFile string
@@ -62,10 +64,14 @@ func serviceOpts(v optionValues) (serviceOptions, error) {
 	so.StatsFile = v.text("stats-file")
 	so.AuthKey = v.text("auth-key")
 	so.KeyFile = v.text("key-file")
-	if err := v.numbers([]numberField{
+	err := v.numbers([]numberField{
 		{"log-size", &so.LogSizeKB},
 		{"setup-rate", &so.SetupRate},
-	}); err != nil {
+	})
+	if err != nil {
+		return so, err
+	}
+	if so.MetricsListen, err = metricsListen(v); err != nil {
 		return so, err
 	}
 	if v.set("stats-file") && so.StatsFile == "" {

@@ -47,18 +47,23 @@ import (
 const envStatsTiming = "UDPSTP_STATS_TIMING"
 
 // checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit exitInit), before any socket is opened.
+// creatable (else exit exitInit), before any socket is opened; then what
+// WriteFileAtomic will need of the name (report.CheckWritable: not a
+// directory, its directory takes a temporary file).
 func checkStatsFile(pattern string, now time.Time) error {
 	if pattern == "" {
 		return nil
 	}
-	tmp := report.StatsFileName(pattern, now, nil) + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	name := report.StatsFileName(pattern, now, nil)
+	f, err := os.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fopenError("stats-file", err)
 	}
 	f.Close()
-	os.Remove(tmp)
+	os.Remove(name + ".tmp")
+	if err := report.CheckWritable(name); err != nil {
+		return fopenError("stats-file", err)
+	}
 	return nil
 }
 
@@ -100,19 +105,30 @@ type statsSock struct {
 	sender bool // the server sends the load on it
 }
 
-// sockTotals are the sockets' counters summed, and the datagrams sent on
-// Load Senders' sockets (the load; the others sent Status PDUs).
+// sockTotals are the sockets' counters summed by the direction of their
+// tests: downstream, where the server is the Load Sender, and upstream.
 type sockTotals struct {
-	engine.SocketCounts
-	loadSent uint64
+	down, up engine.SocketCounts
 }
 
 func (t *sockTotals) add(s engine.SocketStats, sender bool) {
 	if sender {
-		t.loadSent += s.Counts[engine.CountSentDatagrams]
+		t.down.Add(&s.Counts)
+	} else {
+		t.up.Add(&s.Counts)
 	}
-	t.SocketCounts.Add(&s.Counts)
 }
+
+// all is the sum over both directions.
+func (t *sockTotals) all() engine.SocketCounts {
+	a := t.down
+	a.Add(&t.up)
+	return a
+}
+
+// loadSent is the load the kernel accepted: the datagrams sent on Load
+// Senders' sockets (the others sent Status PDUs).
+func (t *sockTotals) loadSent() uint64 { return t.down[engine.CountSentDatagrams] }
 
 func newStatsNet(n control.Network) *statsNet {
 	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}
@@ -173,16 +189,17 @@ type statsCollector struct {
 func (c *statsCollector) sample(now time.Time) report.ServerStatsSample {
 	d := c.srv.Snapshot().Data
 	t := c.net.totals()
+	a, loadSent := t.all(), t.loadSent()
 	s := report.ServerStatsSample{
 		At:                now,
-		QueuedTxDatagrams: t.loadSent,
-		TxOverrunEvents:   t.SocketCounts[engine.CountBackpressure], TxOverrunDatagrams: t.SocketCounts[engine.CountRefusedDatagrams],
-		TxBursts: t.SocketCounts[engine.CountSendCalls], TxBurstDatagrams: t.SocketCounts[engine.CountSentDatagrams],
-		RxBursts: t.SocketCounts[engine.CountRecvCalls], RxBurstDatagrams: t.SocketCounts[engine.CountRecvDatagrams],
+		QueuedTxDatagrams: loadSent,
+		TxOverrunEvents:   a[engine.CountBackpressure], TxOverrunDatagrams: a[engine.CountRefusedDatagrams],
+		TxBursts: a[engine.CountSendCalls], TxBurstDatagrams: a[engine.CountSentDatagrams],
+		RxBursts: a[engine.CountRecvCalls], RxBurstDatagrams: a[engine.CountRecvDatagrams],
 		Data: d,
 	}
 	if n := d[dataphase.CountTxDatagrams]; n > 0 {
-		s.QueuedTxIPBytes = uint64(float64(t.loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
+		s.QueuedTxIPBytes = uint64(float64(loadSent) * float64(d[dataphase.CountTxIPBytes]) / float64(n))
 	}
 	return s
 }

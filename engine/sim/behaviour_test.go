@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +149,7 @@ func (r *rowRewriter) Receive(b *dataphase.RecvBatch) {
 
 // TestClientStop interrupts the client mid-test: it tells the server with
 // testAction 1, and the server ends at once instead of waiting for its
-// watchdog.
+// watchdog, saying the peer stopped it (not "end time reached").
 func TestClientStop(t *testing.T) {
 	for _, up := range []bool{false, true} {
 		s, rc, rs := newPair(up, 5*time.Second)
@@ -158,22 +159,32 @@ func TestClientStop(t *testing.T) {
 		if rc.end != dataphase.EndLocalStop {
 			t.Errorf("up=%v: client end %v", up, rc.end)
 		}
-		if rs.end != dataphase.EndStopped || rs.endAt > 2200*time.Millisecond {
+		if rs.end != dataphase.EndPeerStop || rs.endAt > 2200*time.Millisecond {
 			t.Errorf("up=%v: server end %v at %v", up, rs.end, rs.endAt)
 		}
 	}
 }
 
 // TestServerStop ends a test early from the server (shutdown): the client
-// completes the stop handshake with a clean end.
+// completes the stop handshake, keeps its results and warns that the
+// server ended the test early; the server ends saying it stopped it.
 func TestServerStop(t *testing.T) {
 	for _, up := range []bool{false, true} {
 		s, rc, rs := newPair(up, 10*time.Second)
 		s.Run(2 * time.Second)
 		s.Server.Core.Stop()
 		s.Run(10 * time.Second)
-		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndStopped {
+		if rc.end != dataphase.EndStopped || rs.end != dataphase.EndLocalStop {
 			t.Errorf("up=%v: ends client %v server %v", up, rc.end, rs.end)
+		}
+		var early []string
+		for _, w := range rc.warns {
+			if w.Code == dataphase.WarnEndedEarly {
+				early = append(early, w.Text)
+			}
+		}
+		if len(early) != 1 || !strings.Contains(early[0], "ended early by the server after 2.") || !strings.HasSuffix(early[0], " of 10 s") {
+			t.Errorf("up=%v: the client's early-end warnings %q", up, early)
 		}
 		if rc.endAt > 2300*time.Millisecond {
 			t.Errorf("up=%v: client ended at %v", up, rc.endAt)

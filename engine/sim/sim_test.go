@@ -20,6 +20,9 @@ func params(upstream, server bool, testTime time.Duration) dataphase.Params {
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
 	if server {
 		p.Table = table
+		// What a Test Activation Request and its Response carry: the
+		// start of the anti-amplification budget.
+		p.PeerBytesIn, p.PeerBytesOut = 104, 104
 		p.PoliceOverRate = true
 		p.Seed = 2
 	} else {

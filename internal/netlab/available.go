@@ -23,17 +23,30 @@ func Available() error {
 	return p.base
 }
 
-// AvailableFor is Available for cfg: a lab with loss also needs nft and
-// nf_tables in the kernel.
+// AvailableFor is Available for cfg: a lab with loss, NAT or a firewall
+// also needs nft and nf_tables in the kernel; one with the relay needs
+// /dev/net/tun.
 func AvailableFor(cfg Config) error {
 	p := probeOnce()
 	if p.base != nil {
 		return p.base
 	}
-	if cfg.usesLoss() {
+	if cfg.usesNft() && p.nft != nil {
 		return p.nft
 	}
+	if cfg.usesRelay() {
+		return p.tun
+	}
 	return nil
+}
+
+// nftAvailable reports whether nftables works here (Cut needs it).
+func nftAvailable() error {
+	p := probeOnce()
+	if p.base != nil {
+		return p.base
+	}
+	return p.nft
 }
 
 // probeResult is what probing this machine found; tools is set when base
@@ -42,6 +55,7 @@ type probeResult struct {
 	tools tools
 	base  error // nil if a lab without loss can run
 	nft   error // nil if nftables works too
+	tun   error // nil if TUN devices can be made (the relay)
 }
 
 var probeOnce = sync.OnceValue(probe)
@@ -83,6 +97,7 @@ func probe() probeResult {
 		r.tools.nft = nftPath
 	}
 	r.base, r.nft = probeNamespace(r.tools, r.nft)
+	r.tun = probeTUN()
 	return r
 }
 

@@ -24,6 +24,8 @@ func (l *Lab) build() error {
 		{"addresses", l.addAddresses},
 		{"up", l.linksUp},
 		{"routes", l.addRoutes}, // a gateway must be on a link that is up
+		{"relay", l.addRelay},
+		{"router", l.addRouterRules},
 		{"shape", func() error {
 			if err := l.applyShape(Down, l.cfg.Down); err != nil {
 				return err
@@ -72,6 +74,9 @@ next:
 		}
 		l.ClientAddr, l.ServerAddr = l.addrs.client, l.addrs.server
 		l.ClientAddr6, l.ServerAddr6 = l.addrs.client6, l.addrs.server6
+		if l.cfg.NAT != NoNAT {
+			l.NATAddr, l.NATAddr6 = l.addrs.routerS, l.addrs.routerS6
+		}
 		return nil
 	}
 	return fmt.Errorf("netlab: no free namespace name after %d tries", maxNameTries)
@@ -125,13 +130,16 @@ func (l *Lab) linkEnds() [4]end {
 }
 
 // addVeths creates both veth pairs with each end directly in its
-// namespace (never in the initial one), with the MTU and gso_max_segs 1
-// (see Offloads in the package doc).
+// namespace (never in the initial one), with the MTU (a narrow link's on
+// that link) and gso_max_segs 1 (see Offloads in the package doc).
 func (l *Lab) addVeths() error {
 	e := l.linkEnds()
-	mtu := strconv.Itoa(l.cfg.MTU)
-	for _, pair := range [][2]end{{e[0], e[1]}, {e[3], e[2]}} {
+	for i, pair := range [][2]end{{e[0], e[1]}, {e[3], e[2]}} {
 		a, b := pair[0], pair[1]
+		mtu := strconv.Itoa(l.cfg.MTU)
+		if n := l.cfg.Narrow; n.MTU > 0 && ((i == 0 && n.Link == NarrowClientLink) || (i == 1 && n.Link == NarrowServerLink)) {
+			mtu = strconv.Itoa(n.MTU)
+		}
 		if _, err := run(nil, l.tools.ip, "link", "add",
 			"name", a.dev, "address", a.mac.String(), "mtu", mtu, "gso_max_segs", "1", "netns", a.ns,
 			"type", "veth", "peer",
@@ -142,17 +150,26 @@ func (l *Lab) addVeths() error {
 	return nil
 }
 
-// setSysctls makes the router forward and turns off IPv6 duplicate
-// address detection on every veth before it goes up: not only for our
-// addresses (nodad) but for the link-local ones, which would otherwise
-// stay tentative for a second.
+// setSysctls makes the router forward, turns off its reverse-path filter
+// (the relay's packets come back on its TUN devices, not on the veth
+// towards their source) and its ICMP rate limits (so a narrow link is
+// answered every time), and turns off IPv6 duplicate address detection on
+// every veth before it goes up: not only for our addresses (nodad) but for
+// the link-local ones, which would otherwise stay tentative for a second.
 func (l *Lab) setSysctls() error {
 	type sysctl struct{ path, value string }
 	byNS := map[string][]sysctl{
-		l.RouterNS: {{"/proc/sys/net/ipv4/ip_forward", "1"}},
+		l.RouterNS: {
+			{"/proc/sys/net/ipv4/ip_forward", "1"},
+			{"/proc/sys/net/ipv4/conf/all/rp_filter", "0"},
+			{"/proc/sys/net/ipv4/conf/default/rp_filter", "0"},
+			{"/proc/sys/net/ipv4/icmp_ratelimit", "0"},
+		},
 	}
 	if l.addrs.client6.IsValid() {
-		byNS[l.RouterNS] = append(byNS[l.RouterNS], sysctl{"/proc/sys/net/ipv6/conf/all/forwarding", "1"})
+		byNS[l.RouterNS] = append(byNS[l.RouterNS],
+			sysctl{"/proc/sys/net/ipv6/conf/all/forwarding", "1"},
+			sysctl{"/proc/sys/net/ipv6/icmp/ratelimit", "0"})
 		for _, e := range l.linkEnds() {
 			byNS[e.ns] = append(byNS[e.ns], sysctl{"/proc/sys/net/ipv6/conf/" + e.dev + "/accept_dad", "0"})
 		}

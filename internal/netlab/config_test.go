@@ -124,3 +124,62 @@ func TestLossRuleset(t *testing.T) {
 		t.Errorf("no loss still installs a chain:\n%s", r)
 	}
 }
+
+func TestParseCounters(t *testing.T) {
+	m, err := parseCounters("Ip: Forwarding InReceives\nIp: 1 42\nUdp: InErrors RcvbufErrors\nUdp: 0 7\nIcmp6OutPktTooBigs              \t3\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["Ip:InReceives"] != 42 || m["Udp:RcvbufErrors"] != 7 || m["Icmp6OutPktTooBigs"] != 3 || len(m) != 5 {
+		t.Errorf("parsed %v", m)
+	}
+	for _, bad := range []string{"Ip: A B\n", "Ip: A B\nIp: 1\n", "Ip: A\nUdp: 1\n", "Icmp6X y\n", "a b c\n"} {
+		if _, err := parseCounters(bad); err == nil {
+			t.Errorf("parsed %q", bad)
+		}
+	}
+}
+
+func TestRouterRulesets(t *testing.T) {
+	if routerRuleset(Config{}) != "" || firewallRuleset(Config{}) != "" {
+		t.Error("rules for a lab without NAT or firewall")
+	}
+	r := routerRuleset(Config{NAT: MasqueradeRandom, Relay: true})
+	for _, want := range []string{"delete table inet udpstp_router", `oifname "veth-rs" masquerade random`, "notrack", "ct state new drop"} {
+		if !strings.Contains(r, want) {
+			t.Errorf("NAT ruleset lacks %q:\n%s", want, r)
+		}
+	}
+	if r := routerRuleset(Config{NAT: Masquerade}); strings.Contains(r, "random") || strings.Contains(r, "notrack") {
+		t.Errorf("plain masquerade without the relay:\n%s", r)
+	}
+	f := firewallRuleset(Config{FirewallPort: 24601})
+	for _, want := range []string{"hook input", "ct state established,related accept", "udp dport 24601 accept", "counter name refused drop"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("firewall ruleset lacks %q:\n%s", want, f)
+		}
+	}
+}
+
+func TestBaselineVerdict(t *testing.T) {
+	ok := BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900}}
+	for _, c := range []struct {
+		r    BaselineRow
+		want string
+	}{
+		{ok, "carried"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 5000, Got: 5000, Relay: RelayStats{Read: 5000}}, "sender short"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9800, Relay: RelayStats{Read: 9900, TunDropped: 100}}, "relay did not keep up"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900, LateSlips: 100}}, "relay did not keep up"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9890, Relay: RelayStats{Read: 9900}}, "lost outside the relay"},
+	} {
+		if got := c.r.verdict(); !strings.Contains(got, c.want) || (c.want == "carried") != c.r.Clean() {
+			t.Errorf("%+v: verdict %q (clean %v), want %q", c.r, got, c.r.Clean(), c.want)
+		}
+	}
+	rows := []BaselineRow{ok, {RateBps: 200e6, Sent: 1}, ok}
+	rows[2].RateBps = 50e6
+	if got := HighestCarried(rows); got != 100e6 {
+		t.Errorf("HighestCarried = %d, want 100e6", got)
+	}
+}

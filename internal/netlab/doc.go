@@ -1,9 +1,13 @@
 // Package netlab builds the network lab of the test plan (layer 4 of
 // ../shared/design/testing.md): network namespaces joined by veth pairs,
-// shaped with tc tbf and impaired with nftables random drops, so that a
-// measurement can be checked against a rate and a loss that are known
-// exactly. It needs root on Linux, iproute2 (ip, tc) and, for loss,
-// nftables (nft). netem is not used: these machines do not have it.
+// shaped with tc tbf, impaired with nftables random drops and with a
+// userspace relay on TUN devices (delay, jitter, reordering, duplication,
+// burst loss), translated by NAT, guarded by a stateful firewall and
+// narrowed by a smaller MTU, so that a measurement can be checked against
+// a rate, a loss and a path that are known exactly. It needs root on
+// Linux, iproute2 (ip, tc), for loss, NAT and the firewall nftables
+// (nft), and for the relay /dev/net/tun. netem is not used: these
+// machines do not have it; the relay does what it would.
 //
 // Tests call New, which skips the test with the reason when the lab cannot
 // run here and tears the lab down in t.Cleanup. Programs (`make bench`)
@@ -15,6 +19,8 @@
 //	veth-c .1 ---------- .2 veth-rc   veth-rs .5 ---------- .6 veth-s
 //	  Down loss (input)     Down tbf (egress)
 //	                        Up tbf (egress)               Up loss (input)
+//	                          tun-up    tun-down    firewall (input)
+//	                        (the relay, when on; NAT)
 //
 // The client and server namespaces are the endpoints; the router
 // namespace forwards between them and holds both tbf qdiscs, each on its
@@ -99,6 +105,91 @@
 // loss ratio. LossAllUDP drops any UDP datagram in that direction instead.
 // A named counter counts the drops (Lab.LossDropped).
 //
+// # Relay
+//
+// A Shape's Relay impairment (or Config.Relay, or a narrow link in the
+// middle) puts a relay in the router's path. The router namespace gets two
+// TUN devices, tun-up and tun-down, and policy routing by incoming
+// interface: what arrives on veth-rc (from the client) for the lab's
+// ranges is routed into tun-up, what arrives on veth-rs into tun-down,
+// ahead of the local table (moved from preference 0 to 100, so that a
+// reply to the NAT's address crosses the relay too). A relay thread per
+// direction reads each packet, holds it and writes it back into the same
+// device; the kernel receives it with iif tun-up (or tun-down), which no
+// rule matches, so the main table forwards it on to its real destination,
+// through the direction's tbf. Each packet crosses the relay exactly
+// once; it crosses the router twice, so its TTL drops by two.
+//
+// Each direction's thread is a locked OS thread at real-time priority
+// (SCHED_FIFO 1, where the kernel allows; RelayStats.RealTime says) with
+// timer slack 1 ns, waiting in ppoll with a nanosecond timeout for the
+// device or the next release time: packets leave within tens of µs of
+// their time, not at Go timer granularity. Packets wait in a delay line of
+// preallocated slots (32 MiB per direction) ordered by release time;
+// nothing is allocated per packet. The TUN devices' queue is 10000
+// packets (txqueuelen) so that the kernel holds a burst while the thread
+// is writing. TUN offers no batched read or write (no recvmmsg on a
+// character device); what it offers, GSO super-packets through a
+// virtio-net header, would make one packet of many datagrams and so
+// defeat per-datagram impairment, as it would nftables' loss (see
+// Offloads): each packet is one read and one write.
+//
+// The impairment (Impairment) is per direction: a fixed delay, jitter that
+// never reorders, reordering by holding a packet back (ReorderPct,
+// ReorderBy), duplication and Gilbert-Elliott burst loss, the last three
+// for the packets Scope selects (Load PDUs by default). Its decisions come
+// from PCG streams seeded with Config.Seed and the direction: the same
+// seed and the same traffic give the same fates, so a test can replay the
+// model and know exactly which datagram was lost, duplicated or held.
+// Impair (or Shape) changes it while the lab runs. RelayStats counts what
+// the impairment did on purpose (Lost, Duplicated, Reordered) apart from
+// what the relay dropped on its own (OwnDrops: its delay line full, the
+// TUN queue full, errors) and how late it let packets go (LateSlips: 5 ms
+// or more after their time); a run in which the relay did not keep up
+// (RelayStats.Kept: no own drops, at most 1 % slips) measured the relay.
+// While a relay runs, the process has 4 more Ps (GOMAXPROCS): a relay
+// thread waking from ppoll needs one at once, or it queues behind
+// normal-priority threads and its real-time priority is lost.
+//
+// The relay's own baseline (RelayBaseline, and TestRelayBaseline in
+// `make lab`) measures what a raw sender in 1 ms Bursts gets through it
+// at each rate and delay; HighestCarried names the highest rate it
+// carried cleanly, the highest a capacity case through the relay may
+// use. docs/accuracy.md has the table.
+//
+// # NAT, firewall and narrow links
+//
+// Config.NAT masquerades the client behind the router's address on the
+// server link (NATAddr): Masquerade keeps the source port of every flow,
+// MasqueradeRandom (masquerade random) draws a random external port for
+// each new flow, so that a client socket's Setup and its Test Activation,
+// which go to different server ports, leave from different external
+// ports, as behind many carrier-grade NATs. With the relay in the path
+// only a packet's second crossing of the router is tracked (the first is
+// marked notrack), so that conntrack decides NAT with the real output
+// device. Config.FirewallPort puts a stateful firewall in front of the
+// server, on its namespace's input (a host firewall; in the router it
+// would share conntrack with the NAT, see firewallRuleset): new flows
+// only to that port, otherwise established flows and related ICMP;
+// FirewallRefused counts its drops. Behind masquerade random no test can
+// pass such a firewall, by the protocol's design: the Null Request opens
+// it for the Setup's external port, and the Test Activation comes from
+// another.
+//
+// Config.Narrow makes one link narrower than MTU (1280 up to MTU-1):
+// NarrowMiddle narrows the relay's TUN devices, the link in the middle of
+// the router, so the router answers oversized packets in both directions
+// with ICMP "fragmentation needed" (DF set) or "packet too big";
+// NarrowClientLink and NarrowServerLink narrow one endpoint's whole link,
+// so only the other side's packets are answered. The router's ICMP rate
+// limits are off (icmp_ratelimit, ipv6 icmp ratelimit), so every
+// oversized packet is answered; Linux exempts these two messages from
+// rate limiting anyway.
+//
+// Cut cuts the path (everything the router forwards or sends is dropped)
+// and mends it; SetRate steps a direction's tbf rate in place (tc qdisc
+// change) in the middle of a test.
+//
 // # Names and teardown
 //
 // Namespaces are named udpstp-<pid>-<id>-c, -r and -s (<id>: 4 hex
@@ -111,7 +202,8 @@
 // when a step fails. While a lab is up, SIGINT, SIGTERM and SIGHUP close
 // every open lab and then terminate the process as the signal would have
 // (this replaces the program's own handling of those signals while a lab
-// is up). What no process can handle (SIGKILL, a `go test -timeout` panic)
+// is up). Close stops the relay threads before deleting the namespaces:
+// a TUN descriptor keeps its namespace alive. What no process can handle (SIGKILL, a `go test -timeout` panic)
 // is left to Sweep, which the first Build of every process runs: it
 // deletes udpstp-* namespaces whose creating process is gone.
 //
@@ -128,7 +220,11 @@
 //
 // Everything runs on one machine: sender, router and receiver share its
 // CPUs, so above some rate (about 1 Gbit/s on 2 shared cores) the machine,
-// not tbf, becomes the bottleneck. LinkDrops reports frames the veths
-// dropped; a run with LinkDrops > 0, or with losses that neither
-// QdiscStats.Drops nor LossDropped account for, measured the machine.
+// not tbf, becomes the bottleneck; the relay runs in the process that
+// built the lab and shares those CPUs too. LinkDrops reports frames the
+// veths dropped; a run with LinkDrops > 0, with RelayStats.OwnDrops > 0,
+// or with losses that neither QdiscStats.Drops, LossDropped nor the
+// relay's Lost account for, measured the machine. Packets the router
+// itself sends (its ICMP errors) do not cross the relay, so they are not
+// delayed.
 package netlab

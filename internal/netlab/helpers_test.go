@@ -130,8 +130,9 @@ type arrival struct {
 }
 
 // receive collects datagrams on c until limit arrived, nothing arrived for
-// idle, or until deadline.
-func receive(c *net.UDPConn, limit int, idle time.Duration, deadline time.Time) ([]arrival, error) {
+// idle once sent is closed (the sender is done: a sender that a busy
+// machine pauses is not taken for one that stopped), or until deadline.
+func receive(c *net.UDPConn, limit int, idle time.Duration, sent <-chan struct{}, deadline time.Time) ([]arrival, error) {
 	got := make([]arrival, 0, limit)
 	buf := make([]byte, 65536)
 	for len(got) < limit {
@@ -144,6 +145,14 @@ func receive(c *net.UDPConn, limit int, idle time.Duration, deadline time.Time) 
 		}
 		n, _, err := c.ReadFromUDPAddrPort(buf)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			select {
+			case <-sent:
+				return got, nil
+			default:
+			}
+			if time.Now().Before(deadline) {
+				continue
+			}
 			return got, nil
 		}
 		if err != nil {
@@ -162,6 +171,14 @@ func receive(c *net.UDPConn, limit int, idle time.Duration, deadline time.Time) 
 	return got, nil
 }
 
+// alreadySent is the sent signal of receive for a sender that has finished,
+// or that the caller does not follow: silence ends the receiving at once.
+var alreadySent = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // exchange sends b from src to dst's address while dst receives, and
 // returns what arrived and how many were sent.
 func exchange(t *testing.T, b blast, src, dst *net.UDPConn) ([]arrival, int) {
@@ -171,11 +188,13 @@ func exchange(t *testing.T, b blast, src, dst *net.UDPConn) ([]arrival, int) {
 		err error
 	}
 	done := make(chan result, 1)
+	finished := make(chan struct{})
 	go func() {
-		got, err := receive(dst, b.count, 500*time.Millisecond, time.Now().Add(b.dur+5*time.Second))
+		got, err := receive(dst, b.count, 500*time.Millisecond, finished, time.Now().Add(b.dur+30*time.Second))
 		done <- result{got, err}
 	}()
 	sent, err := b.send(src, dst.LocalAddr().(*net.UDPAddr).AddrPort())
+	close(finished)
 	if err != nil {
 		t.Fatalf("sending: %v (after %d datagrams)", err, sent)
 	}

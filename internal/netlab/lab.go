@@ -26,6 +26,10 @@ type Lab struct {
 	// ClientAddr6 and ServerAddr6 are the IPv6 addresses, on two /64
 	// links in 2001:2::/48; invalid when the kernel has no IPv6.
 	ClientAddr6, ServerAddr6 netip.Addr
+	// NATAddr and NATAddr6 are the addresses the server sees the client
+	// come from behind the lab's NAT (the router's on the server link);
+	// invalid without NAT.
+	NATAddr, NATAddr6 netip.Addr
 
 	tools tools
 	id    uint16
@@ -37,6 +41,8 @@ type Lab struct {
 	closed  bool
 	tbfOn   [2]bool // by Direction: a tbf qdisc is installed
 	lossOn  [2]bool // by Direction: a loss table is installed
+	relay   *relay  // the relay in the router's path, if any
+	cut     bool    // Cut(true) is in force
 }
 
 // testHook, when set (tests only), is called after each step of build
@@ -103,7 +109,8 @@ func (l *Lab) Close() error {
 	names := l.created
 	l.mu.Unlock()
 	defer unregister(l)
-	var errs []error
+	// The relay first: its TUN descriptors hold the router namespace.
+	errs := []error{l.closeRelay()}
 	for _, name := range names {
 		if err := deleteNS(l.tools, name); err != nil {
 			errs = append(errs, err)

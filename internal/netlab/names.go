@@ -77,6 +77,13 @@ const (
 	prefix6 = 64
 )
 
+// labRange4 and labRange6 hold every lab address: the benchmarking ranges
+// of RFC 2544 and RFC 5180.
+var (
+	labRange4 = netip.MustParsePrefix("198.18.0.0/15")
+	labRange6 = netip.MustParsePrefix("2001:2::/48")
+)
+
 // labAddrs returns the addresses of lab id. IPv4: the block
 // 198.18.0.0 + 8*id; the client link is its first /30 (client .1,
 // router .2), the server link its second (router .5, server .6). IPv6:

@@ -32,9 +32,11 @@ func (l *Lab) ends(dir Direction) (txNS, txDev, rxNS string, err error) {
 	return "", "", "", fmt.Errorf("netlab: unknown direction %d", int(dir))
 }
 
-// Shape changes the shaping and loss of one direction while the lab is up:
-// tbf is replaced (tc qdisc replace) or removed, and the loss table is
-// replaced or removed, which resets LossDropped.
+// Shape changes the shaping, loss and relay impairment of one direction
+// while the lab is up: tbf is replaced (tc qdisc replace, which changes an
+// installed tbf in place and keeps its queue and counters) or removed,
+// the loss table is replaced or removed, which resets LossDropped, and the
+// relay gets s.Relay (see Impair).
 func (l *Lab) Shape(dir Direction, s Shape) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -50,15 +52,57 @@ func (l *Lab) Shape(dir Direction, s Shape) error {
 			return err
 		}
 	}
+	if err := l.impairLocked(dir, s.Relay); err != nil {
+		return err
+	}
 	if err := l.applyShape(dir, s); err != nil {
 		return err
 	}
-	if dir == Down {
-		l.cfg.Down = s
-	} else {
-		l.cfg.Up = s
-	}
+	*l.cfg.dirShape(dir) = s
 	return nil
+}
+
+// SetRate changes the tbf rate of dir in the middle of a test (tc qdisc
+// change: the queue and the counters stay), keeping the rest of its
+// Shape; a burst left at its default follows the new rate. dir must be
+// shaped already: a rate step needs a tbf to step.
+func (l *Lab) SetRate(dir Direction, rateBps int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("netlab: SetRate on a closed lab")
+	}
+	txNS, txDev, _, err := l.ends(dir)
+	if err != nil {
+		return err
+	}
+	s := *l.cfg.dirShape(dir)
+	if s.RateBps == 0 || !l.tbfOn[dir] {
+		return fmt.Errorf("netlab: SetRate: %v is not shaped", dir)
+	}
+	if s.Burst == DefaultBurst(s.RateBps, l.cfg.MTU) {
+		s.Burst = 0
+	}
+	s.RateBps = rateBps
+	if s, err = s.normalize(l.cfg.MTU); err != nil {
+		return fmt.Errorf("netlab: %v rate: %w", dir, err)
+	}
+	if s.RateBps == 0 {
+		return fmt.Errorf("netlab: SetRate to 0: use Shape to remove tbf")
+	}
+	if _, err := run(nil, l.tools.tc, append([]string{"-n", txNS, "qdisc", "change", "dev", txDev, "root"}, tbfArgs(s)...)...); err != nil {
+		return err
+	}
+	*l.cfg.dirShape(dir) = s
+	return nil
+}
+
+// tbfArgs are the tc arguments of s's tbf.
+func tbfArgs(s Shape) []string {
+	return []string{"tbf",
+		"rate", strconv.FormatInt(s.RateBps, 10) + "bit",
+		"burst", strconv.Itoa(s.Burst),
+		"latency", strconv.FormatInt(max(s.Latency.Microseconds(), 1), 10) + "us"}
 }
 
 // applyShape installs s (normalized) for dir, replacing or removing what
@@ -70,10 +114,7 @@ func (l *Lab) applyShape(dir Direction, s Shape) error {
 	}
 	switch {
 	case s.RateBps > 0:
-		_, err = run(nil, l.tools.tc, "-n", txNS, "qdisc", "replace", "dev", txDev, "root", "tbf",
-			"rate", strconv.FormatInt(s.RateBps, 10)+"bit",
-			"burst", strconv.Itoa(s.Burst),
-			"latency", strconv.FormatInt(max(s.Latency.Microseconds(), 1), 10)+"us")
+		_, err = run(nil, l.tools.tc, append([]string{"-n", txNS, "qdisc", "replace", "dev", txDev, "root"}, tbfArgs(s)...)...)
 	case l.tbfOn[dir]:
 		_, err = run(nil, l.tools.tc, "-n", txNS, "qdisc", "delete", "dev", txDev, "root")
 	}
@@ -170,35 +211,12 @@ func (l *Lab) LossDropped(dir Direction) (packets, bytes int64, err error) {
 		return 0, 0, err
 	}
 	l.mu.Lock()
-	s := l.cfg.Down
-	if dir == Up {
-		s = l.cfg.Up
-	}
+	s := *l.cfg.dirShape(dir)
 	l.mu.Unlock()
 	if s.LossPct == 0 {
 		return 0, 0, nil
 	}
-	out, err := run(nil, l.tools.ip, "netns", "exec", rxNS, l.tools.nft, "-j", "list", "counter", "inet", lossTable, lossCounter)
-	if err != nil {
-		return 0, 0, err
-	}
-	var doc struct {
-		Nftables []struct {
-			Counter *struct {
-				Packets int64 `json:"packets"`
-				Bytes   int64 `json:"bytes"`
-			} `json:"counter"`
-		} `json:"nftables"`
-	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		return 0, 0, fmt.Errorf("netlab: parsing nft -j output %q: %w", out, err)
-	}
-	for _, e := range doc.Nftables {
-		if e.Counter != nil {
-			return e.Counter.Packets, e.Counter.Bytes, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("netlab: no counter %s in nft output: %s", lossCounter, out)
+	return l.nftCounter(rxNS, lossTable, lossCounter)
 }
 
 // LinkDrops returns how many frames the veth links themselves dropped
@@ -209,24 +227,33 @@ func (l *Lab) LossDropped(dir Direction) (packets, bytes int64, err error) {
 func (l *Lab) LinkDrops() (int64, error) {
 	var total int64
 	for _, e := range l.linkEnds() {
-		out, err := run(nil, l.tools.ip, "-n", e.ns, "-s", "-j", "link", "show", "dev", e.dev)
+		rx, tx, err := l.linkDropped(e.ns, e.dev)
 		if err != nil {
 			return 0, err
 		}
-		var links []struct {
-			Stats struct {
-				RX struct {
-					Dropped int64 `json:"dropped"`
-				} `json:"rx"`
-				TX struct {
-					Dropped int64 `json:"dropped"`
-				} `json:"tx"`
-			} `json:"stats64"`
-		}
-		if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-			return 0, fmt.Errorf("netlab: parsing ip -s -j link output %q: %v", out, err)
-		}
-		total += links[0].Stats.RX.Dropped + links[0].Stats.TX.Dropped
+		total += rx + tx
 	}
 	return total, nil
+}
+
+// linkDropped reads the receive and transmit drop counters of dev in ns.
+func (l *Lab) linkDropped(ns, dev string) (rx, tx int64, err error) {
+	out, err := run(nil, l.tools.ip, "-n", ns, "-s", "-j", "link", "show", "dev", dev)
+	if err != nil {
+		return 0, 0, err
+	}
+	var links []struct {
+		Stats struct {
+			RX struct {
+				Dropped int64 `json:"dropped"`
+			} `json:"rx"`
+			TX struct {
+				Dropped int64 `json:"dropped"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return 0, 0, fmt.Errorf("netlab: parsing ip -s -j link output %q: %v", out, err)
+	}
+	return links[0].Stats.RX.Dropped, links[0].Stats.TX.Dropped, nil
 }

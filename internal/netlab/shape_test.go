@@ -5,6 +5,7 @@ package netlab
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,11 +31,14 @@ func steadyRate(got []arrival, skip, window time.Duration) (float64, int) {
 	return bits / window.Seconds(), n
 }
 
-// TestTBFRateIsMet checks the lab's ground truth: a blast at twice a
+// TestLabTBFRateIsMet checks the lab's ground truth: a blast at twice a
 // 50 Mbit/s shape arrives at 50 Mbit/s of Ethernet frames, with plain
 // datagrams and with UDP GSO super-packets, and tbf's own counters agree
-// with the receiver.
-func TestTBFRateIsMet(t *testing.T) {
+// with the receiver. It is timing-bound (the blast must reach twice the
+// shape, and arrivals are timed in user space), so it runs in `make lab`,
+// with one retry; the tolerance is the shape's.
+func TestLabTBFRateIsMet(t *testing.T) {
+	LabOnly(t)
 	const (
 		rate    = 50e6
 		size    = 1472
@@ -45,29 +49,41 @@ func TestTBFRateIsMet(t *testing.T) {
 	)
 	for _, gso := range []int{1, 16} {
 		t.Run(fmt.Sprintf("gso%d", gso), func(t *testing.T) {
-			l := New(t, Config{Down: Shape{RateBps: rate}})
-			srv := listen(t, l, l.ServerNS, l.ServerAddr)
-			cli := listen(t, l, l.ClientNS, l.ClientAddr)
-			b := blast{id: loadPDUID, size: size, rateBps: 2 * rate, count: 20000, dur: sendFor, gso: gso}
-			got, sent := exchange(t, b, srv, cli)
-			r, n := steadyRate(got, skip, window)
-			t.Logf("sent %d, received %d; steady %d datagrams, %.2f Mbit/s (shape %.0f, burst %d)",
-				sent, len(got), n, r/1e6, rate/1e6, l.Config().Down.Burst)
-			if math.Abs(r-rate) > tol*rate {
-				t.Errorf("received %.2f Mbit/s of frames, want %.0f ±%.0f%%", r/1e6, rate/1e6, 100*tol)
+			var problems []string
+			for attempt := 1; attempt <= 2; attempt++ {
+				problems = nil
+				problem := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+				l := New(t, Config{Down: Shape{RateBps: rate}})
+				srv := listen(t, l, l.ServerNS, l.ServerAddr)
+				cli := listen(t, l, l.ClientNS, l.ClientAddr)
+				b := blast{id: loadPDUID, size: size, rateBps: 2 * rate, count: 20000, dur: sendFor, gso: gso}
+				got, sent := exchange(t, b, srv, cli)
+				r, n := steadyRate(got, skip, window)
+				t.Logf("run %d: sent %d, received %d; steady %d datagrams, %.2f Mbit/s (shape %.0f, burst %d)",
+					attempt, sent, len(got), n, r/1e6, rate/1e6, l.Config().Down.Burst)
+				if math.Abs(r-rate) > tol*rate {
+					problem("received %.2f Mbit/s of frames, want %.0f ±%.0f%%", r/1e6, rate/1e6, 100*tol)
+				}
+				st, err := l.QdiscStats(Down)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("tbf: %+v", st)
+				// Everything tbf let through arrived, but for a few IPv6
+				// MLD reports the kernel sends after link-up.
+				if extra := st.Packets - int64(len(got)); extra < 0 || extra > 10 {
+					problem("tbf sent %d frames, the receiver got %d datagrams", st.Packets, len(got))
+				}
+				if st.Drops == 0 {
+					problem("tbf dropped nothing: the blast did not exceed the shape")
+				}
+				if len(problems) == 0 {
+					return
+				}
+				t.Logf("run %d: %s", attempt, strings.Join(problems, "; "))
 			}
-			st, err := l.QdiscStats(Down)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("tbf: %+v", st)
-			// Everything tbf let through arrived, but for a few IPv6
-			// MLD reports the kernel sends after link-up.
-			if extra := st.Packets - int64(len(got)); extra < 0 || extra > 10 {
-				t.Errorf("tbf sent %d frames, the receiver got %d datagrams", st.Packets, len(got))
-			}
-			if st.Drops == 0 {
-				t.Errorf("tbf dropped nothing: the blast did not exceed the shape")
+			for _, p := range problems {
+				t.Error(p)
 			}
 		})
 	}
@@ -86,7 +102,9 @@ func TestLoss(t *testing.T) {
 	l := New(t, Config{Down: Shape{LossPct: pct}})
 	srv := listen(t, l, l.ServerNS, l.ServerAddr)
 	cli := listen(t, l, l.ClientNS, l.ClientAddr)
-	b := blast{id: loadPDUID, size: 1000, rateBps: 100e6, count: count, dur: 3 * time.Second, gso: gso}
+	// Bounded by count: the duration is only a backstop, long enough for
+	// a busy machine (at 100 Mbit/s the blast takes 0.4 s).
+	b := blast{id: loadPDUID, size: 1000, rateBps: 100e6, count: count, dur: 30 * time.Second, gso: gso}
 	got, sent := exchange(t, b, srv, cli)
 	if sent != count {
 		t.Fatalf("sent %d of %d", sent, count)

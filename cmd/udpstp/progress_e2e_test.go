@@ -1,0 +1,239 @@
+package main
+
+// --progress end to end: the client in a pseudo-terminal, as a user runs
+// it, and on a real terminal emulator (tmux) for what the screen keeps.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// progressMark is a part of every progress line once the test runs
+// ("2.5 s, 7.5 s left"); before, the line says progressStart.
+const (
+	progressStart = "udpstp: connecting..."
+	progressMark  = " s left"
+)
+
+// obudpstLine matches each line of OB-UDPST's text report of a plain
+// downstream test: nothing else may reach the screen.
+var obudpstLine = regexp.MustCompile(`^(UDP Speed Test|Software Ver: .*|Mode: Client, .*|` +
+	`Downstream Test Int\(sec\): .*|  ID: \d+, SR Index: .*|Sub-Interval\[\d+\]\(sec\): .*|` +
+	`Downstream (Summary|Minimum|Maximum) .*)$`)
+
+// ptyRead is what a reader of a pseudo-terminal's master saw, with the
+// time each chunk arrived.
+type ptyRead struct {
+	mu     sync.Mutex
+	data   bytes.Buffer
+	chunks []ptyChunk
+}
+
+type ptyChunk struct {
+	at  time.Time
+	end int // data's length after the chunk
+}
+
+func (r *ptyRead) read(f *os.File) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			r.mu.Lock()
+			r.data.Write(buf[:n])
+			r.chunks = append(r.chunks, ptyChunk{time.Now(), r.data.Len()})
+			r.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// firstAt is when s first appeared in the output (zero if never).
+func (r *ptyRead) firstAt(s string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := bytes.Index(r.data.Bytes(), []byte(s))
+	if i < 0 {
+		return time.Time{}
+	}
+	for _, c := range r.chunks {
+		if c.end > i {
+			return c.at
+		}
+	}
+	return time.Time{}
+}
+
+// progressSeq is one drawing or erasing of the progress line.
+var progressSeq = regexp.MustCompile("\r[^\r\n]*\x1b\\[K")
+
+// TestProgressOnTerminal: with standard output and error on one
+// pseudo-terminal, the line is there within half a second of the
+// client's first output (before any Sub-Interval line), it is redrawn
+// during the test, and what remains without its sequences is exactly
+// OB-UDPST's text; with standard error in a file, not a byte of it
+// anywhere.
+func TestProgressOnTerminal(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	args := []string{"client", "-d", "-t", "5", "-p", fmt.Sprint(port), "127.0.0.1"}
+
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200})
+	cmd := exec.Command(udpstpBin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	var r ptyRead
+	go r.read(ptmx)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() }) // a hung client only
+	defer kill.Stop()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the last bytes through the pty
+	r.mu.Lock()
+	raw := r.data.String()
+	r.mu.Unlock()
+
+	banner, line, sub := r.firstAt("UDP Speed Test"), r.firstAt(progressStart), r.firstAt("Sub-Interval[1]")
+	switch {
+	case banner.IsZero() || line.IsZero() || sub.IsZero():
+		t.Fatalf("banner %v, progress line %v, Sub-Interval %v in %q", banner, line, sub, raw)
+	case line.Sub(banner) > 500*time.Millisecond:
+		t.Errorf("the progress line came %v after the banner (%v after the start)", line.Sub(banner), line.Sub(start))
+	case !line.Before(sub):
+		t.Errorf("the progress line came after the first Sub-Interval line")
+	}
+	if n := strings.Count(raw, progressMark); n < 5 {
+		t.Errorf("the line was drawn %d times during a 5 s test", n)
+	}
+	text := progressSeq.ReplaceAllString(strings.ReplaceAll(raw, "\r\n", "\n"), "")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != 13 { // banner 3, header 2, 5 Sub-Intervals, Summary, Minimum, Maximum
+		t.Errorf("%d lines left without the progress line:\n%s", len(lines), text)
+	}
+	for _, l := range lines {
+		if !obudpstLine.MatchString(l) {
+			t.Errorf("not OB-UDPST's text: %q", l)
+		}
+	}
+	t.Logf("progress line %v after the banner, %v after the start", line.Sub(banner), line.Sub(start))
+
+	// Standard error in a file, standard output still the terminal: auto
+	// draws nothing, neither there nor on standard output.
+	ptmx2, tty2, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx2.Close()
+	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd = exec.Command(udpstpBin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty2, tty2, errFile
+	var r2 ptyRead
+	go r2.read(ptmx2)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty2.Close()
+	kill2 := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer kill2.Stop()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	errs, _ := os.ReadFile(errFile.Name())
+	r2.mu.Lock()
+	out := r2.data.String()
+	r2.mu.Unlock()
+	if len(errs) != 0 {
+		t.Errorf("standard error (a file) got %q", errs)
+	}
+	if strings.Contains(out, "\x1b[K") || strings.Contains(out, progressMark) || strings.Contains(out, progressStart) {
+		t.Errorf("progress bytes on standard output: %q", out)
+	}
+	if !strings.Contains(out, "Downstream Maximum") {
+		t.Errorf("no report: %q", out)
+	}
+}
+
+// TestProgressScreen: on a real terminal emulator, the line shows during
+// the test and the screen that remains is the report alone.
+func TestProgressScreen(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux not installed")
+	}
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	sock := fmt.Sprintf("udpstp-test-%d", os.Getpid())
+	tm := func(args ...string) (string, error) {
+		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { tm("kill-server") })
+	script := fmt.Sprintf("%s client -d -t 5 -p %d 127.0.0.1; echo udpstp-exit=$?; sleep 120", udpstpBin, port)
+	if out, err := tm("new-session", "-d", "-s", "p", "-x", "200", "-y", "50", "sh", "-c", script); err != nil {
+		t.Skipf("tmux cannot start a session here: %v %s", err, out)
+	}
+	var during, final string
+	deadline := time.Now().Add(60 * time.Second) // a hung client only
+	for time.Now().Before(deadline) {
+		screen, err := tm("capture-pane", "-p", "-t", "p")
+		if err != nil {
+			t.Fatalf("capture-pane: %v %s", err, screen)
+		}
+		if during == "" && strings.Contains(screen, progressMark) {
+			during = screen
+		}
+		if strings.Contains(screen, "udpstp-exit=") {
+			final = screen
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if final == "" {
+		t.Fatal("the client did not end")
+	}
+	if during == "" {
+		t.Error("the progress line was never on the screen")
+	}
+	report, exit, _ := strings.Cut(final, "udpstp-exit=")
+	if !strings.HasPrefix(exit, "0") {
+		t.Errorf("exit status %.3s", exit)
+	}
+	lines := strings.Split(strings.TrimRight(report, "\n"), "\n")
+	if len(lines) != 13 {
+		t.Errorf("%d lines on the final screen:\n%s", len(lines), report)
+	}
+	for _, l := range lines {
+		if !obudpstLine.MatchString(l) {
+			t.Errorf("on the final screen, not OB-UDPST's text: %q", l)
+		}
+	}
+}

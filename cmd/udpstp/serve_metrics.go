@@ -1,0 +1,105 @@
+package main
+
+// --metrics-listen: the server's Prometheus endpoint (package metrics).
+// Its sources are the ones -G and STATUS= read: the server's snapshot,
+// the test sockets' totals of statsNet, and the pool's counters, read at
+// scrape time.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/metrics"
+)
+
+// metricsListen reads --metrics-listen: host:port with both given (an
+// IPv6 address in brackets); 0.0.0.0 or [::] is every address, which
+// has to be asked for by name.
+func metricsListen(v optionValues) (string, error) {
+	if !v.set("metrics-listen") {
+		return "", nil
+	}
+	a := v.text("metrics-listen")
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return "", configError("ERROR: '%s' is not an ADDR:PORT for %s (e.g. 192.0.2.1:24602, [2001:db8::1]:24602)", a, opt("metrics-listen"))
+	}
+	if _, err := parseDecimal(opt("metrics-listen").String()+" port", port, 1, maxPort); err != nil {
+		return "", err
+	}
+	return a, nil
+}
+
+// metricsEndpoint is the endpoint's listener until it serves; nil: none.
+type metricsEndpoint struct {
+	ln net.Listener
+}
+
+// listenMetrics binds addr ("": no endpoint, a nil endpoint).
+func listenMetrics(addr string) (*metricsEndpoint, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opt("metrics-listen"), err)
+	}
+	return &metricsEndpoint{ln: ln}, nil
+}
+
+// close closes the listener of an endpoint that never served (Serve
+// closes it otherwise; a second close does nothing).
+func (m *metricsEndpoint) close() {
+	if m != nil {
+		m.ln.Close()
+	}
+}
+
+// start serves /metrics until ctx ends.
+func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *engineNet, log *slog.Logger) {
+	if m == nil {
+		return
+	}
+	sources := []metrics.Source{
+		metrics.Server(srv.Snapshot),
+		metrics.Sockets(func() (down, up engine.SocketCounts) {
+			t := snet.totals()
+			return t.down, t.up
+		}),
+		metrics.UDPNetns(),
+		metrics.Build(buildInfo()),
+	}
+	if base.pool != nil {
+		sources = append(sources, metrics.Pool(base.pool.Stats))
+	}
+	reg, err := metrics.NewRegistry(sources...)
+	if err != nil {
+		log.Error("metrics endpoint not started", "err", err) // a bug: the collectors are fixed
+		return
+	}
+	log.Info("metrics endpoint", "url", "http://"+m.ln.Addr().String()+"/metrics")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := metrics.Serve(ctx, m.ln, metrics.Handler(reg, log), log); err != nil {
+			log.Error("metrics endpoint stopped", "option", opt("metrics-listen").String(), "err", err)
+		}
+	}()
+}
+
+// buildInfo is the build the endpoint reports, as `udpstp version` names
+// it (internal/buildinfo).
+func buildInfo() metrics.BuildInfo {
+	i := buildinfo.Get()
+	b := metrics.BuildInfo{Version: i.Version, Revision: i.Commit, GoVersion: i.GoVersion}
+	if i.Modified && b.Revision != "" {
+		b.Revision += "-dirty"
+	}
+	return b
+}
