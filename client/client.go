@@ -4,7 +4,9 @@
 // Run sets up the Test Connections of a control.ClientConfig (-C's maximum,
 // round robin over the servers, the minimum enforced as OB-UDPST does),
 // runs their Data Phases on a control.Network, prints OB-UDPST's text or
-// JSON report and writes the result file. What happens on the way is also
+// JSON report and writes the result file. Its Plan may make that two tests
+// at once, upstream and downstream (bidir.go), and a number of tests in a
+// row with their aggregate (repeat.go). What happens on the way is also
 // handed, as Events, to an optional observer: a progress line, a stream of
 // JSON events or a test read them there instead of parsing the report.
 package client
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -46,6 +49,8 @@ type Options struct {
 	// EndGrace bounds the wait for the Test Connections to end once the
 	// run is over; 0: DefaultEndGrace.
 	EndGrace time.Duration
+	// Plan is which tests the run makes (plan.go); zero: one.
+	Plan Plan
 }
 
 // DefaultEndGrace is how long a run waits for its Test Connections to end
@@ -53,7 +58,8 @@ type Options struct {
 // Trial Intervals.
 const DefaultEndGrace = 4 * time.Second
 
-// Run runs one test and returns its ErrorStatus, which the binary makes
+// Run runs the test of cfg (with Options.Plan: both directions at once,
+// several in a row) and returns its ErrorStatus, which the binary makes
 // its exit status. The report goes to Out (text or JSON, cfg.Format) and,
 // with cfg.OutputFile, a JSON document to that file, written atomically
 // whatever happens, also after an interrupt (ctx cancelled), and with
@@ -70,44 +76,77 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 		o.EndGrace = DefaultEndGrace
 	}
 	format, _ := report.ParseFormat(cfg.Format) // the command line checked it
-	r := newRun(cfg, o, format)
 	if format == report.FormatText {
-		r.col.Banner("udpstp", o.Version)
+		report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
 	}
+	if o.Plan != (Plan{}) {
+		return runPlan(ctx, cfg, o, format)
+	}
+	r := newRun(cfg, o, format)
 	status, bad := r.begin(ctx)
-	if r.iface != nil {
-		r.iface.close()
-	}
 	if cfg.OutputFile != "" && !bad.output {
-		f := format
-		if !f.IsJSON() {
-			f = report.FormatJSONFormatted
-		}
-		if err := report.WriteFileAtomic(cfg.OutputFile, r.col.Document(f), 0o644); err != nil {
-			fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
-			if status == 0 {
-				status = report.StatusInit
-			}
-		}
+		status = saveResult(cfg, o, format, r.col, status)
 	}
 	if cfg.TextFile != "" && !bad.textfile {
 		status = writeTextfile(cfg, r.col.Document(report.FormatJSON), status, o.Stderr)
 	}
-	if r.o.Observe != nil {
-		f := format
-		if !f.IsJSON() {
-			f = report.FormatJSON
+	r.emit(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: status, Document: r.col.Document(streamFormat(format))})
+	return status
+}
+
+// result is what a run reports: a test's report.Result, or a
+// report.Repeat.
+type result interface {
+	ErrorStatus() int
+	Document(f report.Format) []byte
+}
+
+// saveResult writes res to cfg.OutputFile and returns the run's status:
+// status, or report.StatusInit for a successful run whose file cannot be
+// written.
+func saveResult(cfg *control.ClientConfig, o Options, format report.Format, res result, status int) int {
+	if err := report.WriteFileAtomic(cfg.OutputFile, res.Document(jsonFile(format)), 0o644); err != nil {
+		fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
+		if status == 0 {
+			status = report.StatusInit
 		}
-		r.emit(Event{Kind: EventEnd, Conn: -1, Status: status, Document: r.col.Document(f)})
 	}
 	return status
 }
 
+// jsonFile is the result file's format for a run printing format: the
+// same JSON, or formatted JSON next to text.
+func jsonFile(format report.Format) report.Format {
+	if !format.IsJSON() {
+		return report.FormatJSONFormatted
+	}
+	return format
+}
+
+// streamFormat is EventEnd's Document format for a run printing format:
+// the same JSON, or compact JSON next to text.
+func streamFormat(format report.Format) report.Format {
+	if !format.IsJSON() {
+		return report.FormatJSON
+	}
+	return format
+}
+
+// bannerMode is the banner's "Mode:" line of a client with cfg.
+func bannerMode(cfg *control.ClientConfig, o Options) *report.Mode {
+	return &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
+		IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations}
+}
+
 // begin checks the run's files (files.go) and, if they are fine, runs the
 // test; a file that is not is the run's error, before any Setup Request.
-// bad: the result files that cannot be written.
+// bad: the result files that cannot be written. The interface counters
+// (-E) are closed when it returns.
 func (r *run) begin(ctx context.Context) (status int, bad badFiles) {
 	msg, bad := r.preflight()
+	if r.iface != nil {
+		defer r.iface.close()
+	}
 	if msg == "" {
 		return r.run(ctx), bad
 	}

@@ -41,6 +41,9 @@ const (
 	// EventTrial: a Test Connection sent or received a Status PDU, 20 a
 	// second at the default Trial Interval (Trial).
 	EventTrial
+	// EventRunEnd: one test of --repeat is over (Run says which, Status
+	// is its ErrorStatus); the next one's events, or EventEnd, follow.
+	EventRunEnd
 )
 
 // Event is something that happened in a run, for Options.Observe.
@@ -52,6 +55,12 @@ type Event struct {
 	// Server is the Test Connection's server as given (host and port);
 	// zero for the run as a whole.
 	Server control.ServerAddr
+	// Upstream is the direction of the test the event belongs to. With
+	// --bidirectional both halves report, each numbering its Test
+	// Connections from 0: Conn and Upstream together name one.
+	Upstream bool
+	// Run is the test's number within --repeat, from 1; 0 without it.
+	Run int
 
 	Activated *control.ClientConn         // EventConnected; read only
 	SubInt    dataphase.SubIntervalResult // EventSubInterval

@@ -31,9 +31,22 @@ type Progress struct {
 	midRow bool       // the last report write did not end its line
 	closed bool
 
-	now       func() time.Time
-	started   time.Time // the first Data Phase's start
-	testTime  time.Duration
+	now      func() time.Time
+	started  time.Time // the first Data Phase's start (of this test of --repeat)
+	testTime time.Duration
+	run      int // the test of --repeat, 0 without
+	// dirs are the figures of each direction, downstream [0] and upstream
+	// [1]; a run of one direction fills one, --bidirectional both.
+	dirs [2]*progressDir
+	// total is the Test Connections of a run that has not started yet.
+	total int
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// progressDir is what the line shows of one direction.
+type progressDir struct {
 	total, up int
 	upstream  bool
 	ipv6      bool
@@ -41,9 +54,19 @@ type Progress struct {
 	sendRate  map[int]dataphase.SendingRate // per connection, upstream
 	rxMbps    map[int]float64               // per connection, downstream: the last Trial Interval
 	last      *report.Interval              // the last aggregate Sub-Interval
+}
 
-	stop chan struct{}
-	done chan struct{}
+// dir is the figures of ev's direction, made on first use.
+func (p *Progress) dir(upstream bool) *progressDir {
+	i := 0
+	if upstream {
+		i = 1
+	}
+	if p.dirs[i] == nil {
+		p.dirs[i] = &progressDir{total: p.total, upstream: upstream,
+			sendRate: map[int]dataphase.SendingRate{}, rxMbps: map[int]float64{}}
+	}
+	return p.dirs[i]
 }
 
 // progressPeriod is how often the line is redrawn.
@@ -58,7 +81,6 @@ const clearLine = "\r\x1b[K"
 // (an EventEnd closes it).
 func NewProgress(tty io.Writer, width func() int, connections int) *Progress {
 	p := &Progress{tty: tty, width: width, now: time.Now, total: max(connections, 1),
-		sendRate: map[int]dataphase.SendingRate{}, rxMbps: map[int]float64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	p.redraw()
 	go p.loop()
@@ -130,34 +152,41 @@ func (p *Progress) Observe(ev Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ev.Kind == EventRunEnd { // the next test of --repeat starts afresh
+		p.started, p.dirs = time.Time{}, [2]*progressDir{}
+		return
+	}
+	p.run = ev.Run
 	switch ev.Kind {
 	case EventStart:
 		i := ev.Info
-		p.total, p.upstream, p.ipv6 = max(i.ConnMax, 1), i.Upstream, i.IPv6
+		d := p.dir(i.Upstream)
+		d.total, d.ipv6 = max(i.ConnMax, 1), i.IPv6
 		p.testTime = time.Duration(i.TestIntTime) * time.Second
-		if p.upstream {
-			p.rows = dataphase.RowIndexes(dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: !i.Jumbo, TraditionalMTU: i.TraditionalMTU}))
+		if d.upstream {
+			d.rows = dataphase.RowIndexes(dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: !i.Jumbo, TraditionalMTU: i.TraditionalMTU}))
 		}
 	case EventConnected:
 		if p.started.IsZero() {
 			p.started = p.now()
 		}
-		p.up++
+		p.dir(ev.Upstream).up++
 	case EventConnEnded:
-		p.up--
-		delete(p.sendRate, ev.Conn)
-		delete(p.rxMbps, ev.Conn)
+		d := p.dir(ev.Upstream)
+		d.up--
+		delete(d.sendRate, ev.Conn)
+		delete(d.rxMbps, ev.Conn)
 	case EventTrial:
-		t := &ev.Trial
+		d, t := p.dir(ev.Upstream), &ev.Trial
 		switch {
 		case t.SendRateSet:
-			p.sendRate[ev.Conn] = t.SendRate
+			d.sendRate[ev.Conn] = t.SendRate
 		case t.Sent:
-			p.rxMbps[ev.Conn] = t.L3Mbps(p.ipv6)
+			d.rxMbps[ev.Conn] = t.L3Mbps(d.ipv6)
 		}
 	case EventAggregate:
 		iv := *ev.Interval
-		p.last = &iv
+		p.dir(ev.Upstream).last = &iv
 	}
 }
 
@@ -181,44 +210,74 @@ func (p *Progress) redraw() {
 	p.drawn = true
 }
 
-// text is the line's content (ASCII only, so bytes are columns).
+// text is the line's content (ASCII only, so bytes are columns): one
+// direction's figures, or with --bidirectional both, labelled.
 func (p *Progress) text() string {
 	if p.started.IsZero() {
 		return "udpstp: connecting..."
 	}
 	var b strings.Builder
+	if p.run > 0 {
+		fmt.Fprintf(&b, "run %d: ", p.run)
+	}
 	el := p.now().Sub(p.started)
 	left := max(p.testTime-el, 0)
 	fmt.Fprintf(&b, "%.1f s, %.1f s left", el.Seconds(), left.Seconds())
-	if p.upstream {
-		p.rowText(&b)
-	} else if len(p.rxMbps) > 0 {
-		sum := 0.0
-		for _, m := range p.rxMbps {
-			sum += m
+	both := p.dirs[0] != nil && p.dirs[1] != nil
+	for _, d := range [2]*progressDir{p.dirs[1], p.dirs[0]} {
+		if d == nil {
+			continue
 		}
-		fmt.Fprintf(&b, " | receiving %.2f Mbps", sum)
-	}
-	if iv := p.last; iv != nil {
-		fmt.Fprintf(&b, " | Sub-Interval %d: %.2f Mbps, RTTVar %d/%d/%d ms, loss %d",
-			iv.Number, iv.Capacity, iv.RTTVar[0], iv.RTTVar[1], iv.RTTVar[2], iv.Loss)
-	}
-	if p.total > 1 {
-		fmt.Fprintf(&b, " | %d/%d connections", p.up, p.total)
+		if !both {
+			d.text(&b, false)
+			continue
+		}
+		var db strings.Builder
+		d.text(&db, true)
+		label := " | down: "
+		if d.upstream {
+			label = " | up: "
+		}
+		b.WriteString(label + strings.TrimPrefix(db.String(), " | "))
 	}
 	return b.String()
 }
 
+// text adds the direction's figures; brief leaves out what both
+// directions' lines cannot hold.
+func (d *progressDir) text(b *strings.Builder, brief bool) {
+	if d.upstream {
+		d.rowText(b)
+	} else if len(d.rxMbps) > 0 {
+		sum := 0.0
+		for _, m := range d.rxMbps {
+			sum += m
+		}
+		fmt.Fprintf(b, " | receiving %.2f Mbps", sum)
+	}
+	if iv := d.last; iv != nil {
+		if brief {
+			fmt.Fprintf(b, " | Sub-Interval %d: %.2f Mbps, loss %d", iv.Number, iv.Capacity, iv.Loss)
+		} else {
+			fmt.Fprintf(b, " | Sub-Interval %d: %.2f Mbps, RTTVar %d/%d/%d ms, loss %d",
+				iv.Number, iv.Capacity, iv.RTTVar[0], iv.RTTVar[1], iv.RTTVar[2], iv.Loss)
+		}
+	}
+	if d.total > 1 {
+		fmt.Fprintf(b, " | %d/%d connections", d.up, d.total)
+	}
+}
+
 // rowText adds the Load Sender's row (the lowest and highest over the
 // connections) and the rate of the rows together.
-func (p *Progress) rowText(b *strings.Builder) {
-	if len(p.sendRate) == 0 {
+func (d *progressDir) rowText(b *strings.Builder) {
+	if len(d.sendRate) == 0 {
 		return
 	}
 	lo, hi, sum := -1, -1, 0.0
-	for _, r := range p.sendRate {
-		sum += r.L3Mbps(p.ipv6)
-		i, ok := p.rows[r]
+	for _, r := range d.sendRate {
+		sum += r.L3Mbps(d.ipv6)
+		i, ok := d.rows[r]
 		if !ok {
 			continue
 		}

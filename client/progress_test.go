@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -121,10 +122,11 @@ func TestProgressText(t *testing.T) {
 	up := NewProgress(term, func() int { return 30 }, 2)
 	defer up.Close()
 	up.Observe(Event{Kind: EventStart, Info: &report.TestInfo{TestIntTime: 10, ConnMax: 2, Upstream: true, Jumbo: true}})
-	up.Observe(Event{Kind: EventConnected, Conn: 0, Activated: &control.ClientConn{}})
+	// The run sets each event's Upstream (run.emit).
+	up.Observe(Event{Kind: EventConnected, Conn: 0, Upstream: true, Activated: &control.ClientConn{}})
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
-	up.Observe(Event{Kind: EventTrial, Conn: 0, Trial: dataphase.TrialInfo{SendRate: table[300], SendRateSet: true}})
-	up.Observe(Event{Kind: EventTrial, Conn: 1, Trial: dataphase.TrialInfo{SendRate: table[320], SendRateSet: true}})
+	up.Observe(Event{Kind: EventTrial, Conn: 0, Upstream: true, Trial: dataphase.TrialInfo{SendRate: table[300], SendRateSet: true}})
+	up.Observe(Event{Kind: EventTrial, Conn: 1, Upstream: true, Trial: dataphase.TrialInfo{SendRate: table[320], SendRateSet: true}})
 	up.mu.Lock()
 	got = up.text()
 	up.mu.Unlock()
@@ -134,5 +136,43 @@ func TestProgressText(t *testing.T) {
 	up.redraw()
 	if raw := term.raw.String(); !strings.Contains(raw, "\r"+got[:29]+"\x1b[K") || strings.Contains(raw, got[:30]) {
 		t.Errorf("not cut to 29 columns of 30: %q", raw)
+	}
+}
+
+// TestProgressBothDirections: with --bidirectional both halves' events
+// come to one line, each direction's figures labelled, and with --repeat
+// the test's number leads and each test starts afresh.
+func TestProgressBothDirections(t *testing.T) {
+	term := &terminal{}
+	p := NewProgress(term, func() int { return 200 }, 1)
+	defer p.Close()
+	clock := time.Unix(1796009000, 0)
+	p.mu.Lock()
+	p.now = func() time.Time { return clock }
+	p.mu.Unlock()
+	table := dataphase.BuildRateTable(dataphase.TableOptions{})
+	for run := 1; run <= 2; run++ {
+		p.Observe(Event{Kind: EventStart, Run: run, Upstream: true, Info: &report.TestInfo{TestIntTime: 10, ConnMax: 1, Upstream: true, Jumbo: true}})
+		p.Observe(Event{Kind: EventStart, Run: run, Info: &report.TestInfo{TestIntTime: 10, ConnMax: 1, Jumbo: true}})
+		p.Observe(Event{Kind: EventConnected, Run: run, Upstream: true, Activated: &control.ClientConn{}})
+		p.Observe(Event{Kind: EventConnected, Run: run, Activated: &control.ClientConn{}})
+		clock = clock.Add(time.Second)
+		p.Observe(Event{Kind: EventTrial, Run: run, Upstream: true, Trial: dataphase.TrialInfo{SendRate: table[40], SendRateSet: true}})
+		p.Observe(Event{Kind: EventTrial, Run: run, Trial: dataphase.TrialInfo{Sent: true, Datagrams: 100, Bytes: 122200, DeltaTimeUs: 50000}})
+		p.Observe(Event{Kind: EventAggregate, Run: run, Conn: -1, Interval: &report.Interval{Conn: -1, Number: 1, Capacity: 19.5}})
+		p.mu.Lock()
+		got := p.text()
+		p.mu.Unlock()
+		want := fmt.Sprintf("run %d: 1.0 s, 9.0 s left | up: row 40, sending 40.00 Mbps | down: receiving 20.00 Mbps | Sub-Interval 1: 19.50 Mbps, loss 0", run)
+		if got != want {
+			t.Errorf("run %d:\n%s\nwant\n%s", run, got, want)
+		}
+		p.Observe(Event{Kind: EventRunEnd, Run: run, Conn: -1})
+		p.mu.Lock()
+		got = p.text()
+		p.mu.Unlock()
+		if got != "udpstp: connecting..." {
+			t.Errorf("after run %d: %q", run, got)
+		}
 	}
 }

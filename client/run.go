@@ -26,9 +26,7 @@ type run struct {
 	iface            *ifaceRates       // -E, nil without (iface.go)
 	intervals        []report.Interval // the report's figures not yet emitted (intervals.go)
 
-	mu     sync.Mutex
-	queue  []posted
-	signal chan struct{}
+	box *mailbox[posted]
 }
 
 // posted is an event of Test Connection conn handed to the run's goroutine
@@ -62,13 +60,11 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 		cfg: cfg, o: o,
 		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, len(cfg.Servers), 1),
 		mcIdent: newMCIdent(),
-		signal:  make(chan struct{}, 1),
+		box:     newMailbox[posted](),
 	}
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
-		Connections: r.connMax, MinConnections: r.connMin,
-		Mode: &report.Mode{Jumbo: !cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU,
-			IPv6Only: cfg.Family == dataphase.FamilyV6, Optimizations: o.Optimizations},
+		Connections: r.connMax, MinConnections: r.connMin, Mode: bannerMode(cfg, o),
 		OnInterval:    r.onInterval,
 		InterfaceRate: func() float64 { return r.iface.sample() },
 	})
@@ -81,6 +77,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 // emit hands ev to the observer, if any.
 func (r *run) emit(ev Event) {
 	if r.o.Observe != nil {
+		ev.Upstream = r.cfg.Upstream
 		r.o.Observe(ev)
 	}
 }
@@ -127,14 +124,14 @@ func (r *run) run(ctx context.Context) int {
 	}
 	for active > 0 {
 		select {
-		case <-r.signal:
+		case <-r.box.signal:
 		case <-ctxDone:
 			interrupted, ctxDone = true, nil
 			stopAll()
 		case <-giveUp:
 			active = 0
 		}
-		for _, e := range r.drain() {
+		for _, e := range r.box.drain() {
 			c := conns[e.conn]
 			switch e.ev.Kind {
 			case evAlert:
@@ -221,23 +218,7 @@ func setupStatus(err error) uint8 {
 
 // post hands an event to the run's goroutine; it never blocks, so an
 // Engine Thread can call it.
-func (r *run) post(e posted) {
-	r.mu.Lock()
-	r.queue = append(r.queue, e)
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (r *run) drain() []posted {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := r.queue
-	r.queue = nil
-	return q
-}
+func (r *run) post(e posted) { r.box.post(e) }
 
 // start reports the activation and runs the connection's Data Phase.
 func (r *run) start(c *connState) {

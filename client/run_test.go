@@ -3,14 +3,11 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
@@ -144,47 +141,18 @@ func testConfig(servers ...string) *control.ClientConfig {
 	return &cfg
 }
 
-// runOn runs cfg with a client network on w whose Data Phases play script;
-// observe, if set, sees each event too (with the cancel of the run's
-// context).
+// runOn runs cfg (one test) with a client network on w whose Data
+// Phases play script (testPlan); observe, if set, sees each event too
+// (with the cancel of the run's context).
 func runOn(t *testing.T, w *memnet.Wire, cfg *control.ClientConfig, script func(*memnet.DataPhase), observe func(Event, context.CancelFunc)) *outcome {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// A run that does not end by itself is a failure, not a hang: the
-	// interrupt then ends it (this fires only when the code is wrong).
-	var stuck atomic.Bool
-	watchdog := time.AfterFunc(time.Minute, func() { stuck.Store(true); cancel() })
-	defer watchdog.Stop()
-	var out, errs bytes.Buffer
-	o := &outcome{}
-	o.status = Run(ctx, cfg, Options{
-		Network: memNetwork{&memnet.Net{Wire: w, NextPort: 50000, Script: script}},
-		Out:     &out, Stderr: &errs,
-		Observe: func(e Event) {
-			o.events = append(o.events, e)
-			if observe != nil {
-				observe(e, cancel)
-			}
-		},
-	})
-	o.out = out.String()
-	if stuck.Load() {
-		t.Fatalf("the run did not end by itself; events %+v", o.events)
-	}
-	if errs.Len() > 0 {
-		t.Errorf("stderr: %s", errs.String())
-	}
-	if err := json.Unmarshal(out.Bytes(), &o.doc); err != nil {
-		t.Fatalf("report: %v\n%s", err, o.out)
-	}
+	o := testPlan(t, w, cfg, Plan{}, script, observe)
 	if got := int(o.doc["ErrorStatus"].(float64)); got != o.status {
 		t.Errorf("report's ErrorStatus %d, Run returned %d", got, o.status)
 	}
-	if n := len(o.events); n == 0 || o.events[n-1].Kind != EventEnd || o.events[n-1].Status != o.status || o.count(EventEnd) != 1 {
-		t.Errorf("the last event is not the one EventEnd with the status: %+v", o.events)
+	if o.count(EventEnd) != 1 {
+		t.Errorf("%d EventEnd: %+v", o.count(EventEnd), o.events)
 	}
-	checkOrder(t, o.events)
 	return o
 }
 

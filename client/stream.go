@@ -10,16 +10,34 @@ import (
 // they happen, one JSON object per line (report.StreamEncoder; the format
 // is docs/json-stream.md): --json-stream. The run's own report should then
 // go nowhere (Options.Out io.Discard): the end event carries it.
-type Stream struct{ enc *report.StreamEncoder }
+type Stream struct {
+	enc  *report.StreamEncoder
+	plan Plan
+}
 
-// NewStream returns a Stream writing to w.
-func NewStream(w io.Writer) *Stream { return &Stream{enc: report.NewStreamEncoder(w)} }
+// NewStream returns a Stream writing to w the events of a run with plan:
+// with a Plan that is not zero, each event says which direction and which
+// test of it (report.StreamTag).
+func NewStream(w io.Writer, plan Plan) *Stream {
+	return &Stream{enc: report.NewStreamEncoder(w), plan: plan}
+}
 
 // Err is the first error writing the stream.
 func (s *Stream) Err() error { return s.enc.Err() }
 
 // Observe writes the event ev stands for, if any.
 func (s *Stream) Observe(ev Event) {
+	var tag report.StreamTag
+	if ev.Kind != EventEnd {
+		tag.Run = ev.Run
+		if s.plan.Bidirectional && ev.Kind != EventRunEnd {
+			tag.Direction = "downstream"
+			if ev.Upstream {
+				tag.Direction = "upstream"
+			}
+		}
+	}
+	s.enc.Tag(tag)
 	switch ev.Kind {
 	case EventStart:
 		s.enc.Start(ev.Info)
@@ -42,6 +60,8 @@ func (s *Stream) Observe(ev Event) {
 		s.enc.Message(report.StreamWarning, ev.Conn, ev.Code, ev.Text)
 	case EventError:
 		s.enc.Message(report.StreamError, ev.Conn, ev.Code, ev.Text)
+	case EventRunEnd:
+		s.enc.RunEnd(ev.Status)
 	case EventEnd:
 		s.enc.End(ev.Document)
 	}

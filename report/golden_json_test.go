@@ -151,21 +151,7 @@ func TestGoldenJSONShape(t *testing.T) {
 			}
 			outObj := fObj(t, doc, "Output")
 			info := infoFromInput(t, inV.(*jobj), outObj)
-			n := len(field(t, outObj, "IncrementalResult").(jarr))
-			c := New(&out, Options{Format: FormatJSONFormatted, Connections: info.ConnMax,
-				MinConnections: info.ConnMin, Now: fixedClock(1796009000e9)})
-			c.Activate(info)
-			for k := 1; k <= n; k++ {
-				for conn := range info.ConnMax {
-					c.Add(conn, fakeResult(k, conn, info.CEThresh > 0))
-				}
-			}
-			for range info.ConnMax {
-				c.ConnEnded(true)
-			}
-			if err := c.Finish(); err != nil {
-				t.Fatal(err)
-			}
+			c := fakeCollector(t, &out, info, len(field(t, outObj, "IncrementalResult").(jarr)))
 			ours := withoutExtension(t, c.res.document(FormatJSONFormatted))
 			walk(t, name, ours, doc, checkKind(t))
 			if c.ErrorStatus() != fInt(t, doc, "ErrorStatus") {

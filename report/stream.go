@@ -16,6 +16,14 @@ import (
 type StreamEncoder struct {
 	w   io.Writer
 	err error
+	tag StreamTag
+}
+
+// StreamTag says which test of a plan (--bidirectional, --repeat) the
+// next events belong to; the zero StreamTag (a single test) adds nothing.
+type StreamTag struct {
+	Direction string // "upstream" or "downstream" for a half of --bidirectional
+	Run       int    // from 1, for a test of --repeat
 }
 
 // Stream event names.
@@ -26,6 +34,7 @@ const (
 	StreamWarning     = "warning"
 	StreamError       = "error"
 	StreamEnd         = "end"
+	StreamRunEnd      = "runend"
 )
 
 // NewStreamEncoder returns an encoder writing to w.
@@ -34,9 +43,19 @@ func NewStreamEncoder(w io.Writer) *StreamEncoder { return &StreamEncoder{w: w} 
 // Err is the first error writing to w; later events are not written.
 func (e *StreamEncoder) Err() error { return e.err }
 
+// Tag sets the tag of the events that follow, "direction" and "run" next
+// to "event" (docs/json-stream.md).
+func (e *StreamEncoder) Tag(t StreamTag) { e.tag = t }
+
 func (e *StreamEncoder) event(name string, data *jobj) {
 	line := &jobj{}
 	line.str("event", name)
+	if e.tag.Direction != "" {
+		line.str("direction", e.tag.Direction)
+	}
+	if e.tag.Run > 0 {
+		line.int("run", int64(e.tag.Run))
+	}
 	line.add("data", data)
 	e.line(append(render(line, false), '\n'))
 }
@@ -113,7 +132,15 @@ func (e *StreamEncoder) Message(kind string, conn, code int, text string) {
 	e.event(kind, o)
 }
 
-// End writes the end event, whose data is doc, the result document as
+// RunEnd writes the runend event of a test of --repeat: its ErrorStatus
+// (the run number is the tag's).
+func (e *StreamEncoder) RunEnd(status int) {
+	o := &jobj{}
+	o.int("ErrorStatus", int64(status))
+	e.event(StreamRunEnd, o)
+}
+
+// End writes the end event (never tagged: it ends the whole run), whose data is doc, the result document as
 // compact JSON (Collector.Document).
 func (e *StreamEncoder) End(doc []byte) {
 	var b bytes.Buffer

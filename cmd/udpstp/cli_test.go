@@ -176,6 +176,10 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"--output", "result.json"}, func(c *cc) { c.OutputFile = "result.json" }},
 		{[]string{"--textfile", "udpstp.prom"}, func(c *cc) { c.TextFile = "udpstp.prom" }},
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
+		// The plan is in localOptions (plan_test.go); a bidirectional
+		// test's idle baseline is in the config.
+		{[]string{"--bidirectional"}, func(c *cc) { c.Bimodal, c.Suppress, c.UseOwDelVar = 2, true, true }},
+		{[]string{"--repeat", "3", "--pause", "1s"}, func(c *cc) {}},
 		{[]string{"-O", "meta_#i_%H.csv"}, func(c *cc) { c.ExportFile = "meta_#i_%H.csv" }},
 		{[]string{"--export", "+meta.csv"}, func(c *cc) { c.ExportFile, c.ExportAll = "meta.csv", true }},
 		{[]string{"-E", "eth0"}, func(c *cc) { c.Interface = "eth0" }},
@@ -403,10 +407,8 @@ func TestCrossChecks(t *testing.T) {
 			[]string{"ERROR: Maximum multi-connection count must be >= server count", "--connections/-C"}},
 		{[]string{"client", "-d", "h", "-M"},
 			[]string{"ERROR: Maximum from local interface requires local interface option", "--interface-max/-M", "--interface/-E"}},
-		{[]string{"client", "-u", "-d", "h"},
-			[]string{"ERROR: Upstream and Downstream options are mutually exclusive", "--upstream/-u", "--downstream/-d"}},
 		{[]string{"client", "h"},
-			[]string{"ERROR: Test direction required when client", "--upstream/-u", "--downstream/-d"}},
+			[]string{"ERROR: Test direction required when client", "--upstream/-u", "--downstream/-d", "--bidirectional"}},
 		{[]string{"client", "-d"},
 			[]string{"ERROR: Server hostname or IP address required when client"}},
 		{many, []string{"ERROR: Server count exceeds maximum (24)"}},

@@ -21,9 +21,11 @@ func clientCommand() *cli.Command {
 	return getoptCommand(&cli.Command{
 		Name:      "client",
 		Usage:     "run a capacity test against a server, like `udpst -u|-d`",
-		UsageText: "udpstp client -u|-d [options] server[:port]...",
+		UsageText: "udpstp client -u|-d|--bidirectional [options] server[:port]...",
 		Description: "Measures upstream (-u) or downstream (-d) IP capacity to a server running\n" +
-			"udpstp or OB-UDPST. Every option of OB-UDPST's udpst client is here under\n" +
+			"udpstp or OB-UDPST, or both at once with the latency under load\n" +
+			"(--bidirectional, or -u -d), once or --repeat N times with an aggregate.\n" +
+			"Every option of OB-UDPST's udpst client is here under\n" +
 			"its letter and a long name; options may come before or after the servers.\n" +
 			"An IPv6 address with a port is written [addr]:port. -? prints this help\n" +
 			"and exits 50, as udpst does; -h is the high-speed delta, help is --help.",
@@ -63,6 +65,9 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 	if err := checkClient(v, &cfg, keyID); err != nil {
 		return nil, lo, err
 	}
+	if lo.Plan, err = clientPlan(v, &cfg); err != nil {
+		return nil, lo, err
+	}
 	if err := checkUnsupported(v.c, forClient); err != nil {
 		return nil, lo, err
 	}
@@ -75,14 +80,13 @@ func clientConfig(v optionValues) (*control.ClientConfig, localOptions, error) {
 // clientTarget reads the direction, the servers and -C, which OB-UDPST
 // settles before the other options.
 func clientTarget(v optionValues, cfg *control.ClientConfig) error {
+	// -u with -d is a bidirectional test (plan.go), which udpst refuses
+	// ("mutually exclusive").
 	up, down := v.on("upstream"), v.on("downstream")
-	switch {
-	case up && down:
-		return configError("ERROR: Upstream and Downstream options are mutually exclusive (%s, %s)", opt("upstream"), opt("downstream"))
-	case !up && !down:
-		return configError("ERROR: Test direction required when client (%s or %s)", opt("upstream"), opt("downstream"))
+	if !up && !down && !v.on("bidirectional") {
+		return configError("ERROR: Test direction required when client (%s or %s, or %s)", opt("upstream"), opt("downstream"), opt("bidirectional"))
 	}
-	cfg.Upstream = up
+	cfg.Upstream = up && !bidirectional(v)
 
 	port := control.DefaultControlPort
 	if err := v.number("port", &port); err != nil {

@@ -103,7 +103,7 @@ func newClientUX(cfg *control.ClientConfig, lo localOptions, stdout, stderr *os.
 		observers = append(observers, p.Observe)
 	}
 	if lo.Stream {
-		ux.stream = client.NewStream(ux.out)
+		ux.stream = client.NewStream(ux.out, lo.Plan)
 		ux.out = io.Discard // the end event carries the document
 		observers = append(observers, ux.stream.Observe)
 	}

@@ -90,6 +90,8 @@ const (
 	minLogSizeKB = 10
 	maxLogSizeKB = 1000000
 	maxSetupRate = 1000000
+	maxRepeat    = 1000
+	maxPause     = 3600 // s
 )
 
 const (
@@ -203,6 +205,14 @@ var options = []option{
 	// Ours.
 	{name: "output", role: forClient, kind: text, category: catOutput,
 		usage: "also write the JSON result to `FILE`, atomically", wrongRole: "ERROR: Output file only valid when client"},
+	{name: "bidirectional", role: forClient, category: catTest,
+		usage:     "test both directions at once, one upstream and one downstream test (-C n: n of each), after an idle baseline; -u -d together say the same",
+		wrongRole: "ERROR: Bidirectional test only valid when client"},
+	{name: "repeat", role: forClient, kind: decimal, lo: 1, hi: maxRepeat, category: catTest,
+		usage: "run `N` complete tests in a row, report each and their aggregate (1-1000)", wrongRole: "ERROR: Repeated tests only valid when client"},
+	{name: "pause", role: forClient, kind: text, lo: 0, hi: maxPause, category: catTest,
+		usage: "wait `duration` between the tests of --repeat: 30s, 2m, 500ms, or seconds (0-3600 s)", def: "0",
+		wrongRole: "ERROR: Pause between tests only valid when client"},
 	{name: "textfile", role: forClient, kind: text, category: catOutput,
 		usage:     "also write the result for node_exporter's textfile collector to `FILE` (*.prom), atomically, also when the test fails",
 		wrongRole: "ERROR: Textfile only valid when client"},

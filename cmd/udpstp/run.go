@@ -28,6 +28,7 @@ type localOptions struct {
 	Service  serviceOptions // the server's service options (service_options.go)
 	Stream   bool           // --json-stream (client_ux.go)
 	Progress string         // --progress: auto (or ""), always or never
+	Plan     client.Plan    // --bidirectional, --repeat, --pause (plan.go)
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
@@ -41,7 +42,7 @@ func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) in
 	ux := newClientUX(cfg, lo, os.Stdout, os.Stderr)
 	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors, log: ux.log}
 	status := client.Run(ctx, cfg, client.Options{Network: net, Out: ux.out, Stderr: ux.stderr, Observe: ux.observe,
-		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO)})
+		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})
 	if ux.stream != nil && ux.stream.Err() != nil {
 		fmt.Fprintf(os.Stderr, "udpstp: ERROR: writing the event stream: %v\n", ux.stream.Err())
 		if status == 0 {
