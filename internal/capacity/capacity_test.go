@@ -71,9 +71,16 @@ func servers(b *testing.B) []Server {
 	bin := udpstpBin(b)
 	s := []Server{{Name: "udpstp", Bin: bin, Kind: Udpstp}}
 	for _, v := range strings.Split(os.Getenv("CAPACITY_VARIANTS"), ";") {
-		if v = strings.TrimSpace(v); v != "" {
-			s = append(s, Server{Name: "udpstp " + v, Bin: bin, Kind: Udpstp, Env: strings.Fields(v)})
+		if v = strings.TrimSpace(v); v == "" {
+			continue
 		}
+		// "@PATH [ENV...]" is another udpstp build (an older commit, side
+		// by side with this one in the same run).
+		vbin, env := bin, strings.Fields(v)
+		if strings.HasPrefix(env[0], "@") {
+			vbin, env = env[0][1:], env[1:]
+		}
+		s = append(s, Server{Name: "udpstp " + v, Bin: vbin, Kind: Udpstp, Env: env})
 	}
 	if p := os.Getenv("UDPST_BIN"); p != "" {
 		s = append(s, Server{Name: "OB-UDPST", Bin: p, Kind: OBUDPST})

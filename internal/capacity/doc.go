@@ -62,7 +62,8 @@
 // directory); CAPACITY_N (default "1,40,80,120,160,200"); CAPACITY_SECONDS
 // (test duration, default 10); CAPACITY_DIRS ("down,up");
 // CAPACITY_VARIANTS, a ';'-separated list of extra udpstp servers given by
-// their environment (for example "UDPSTP_ENGINE_GROUP=50us");
+// their environment (for example "UDPSTP_ENGINE_GROUP=50us") or, with a
+// leading "@PATH", another udpstp binary (an older build side by side);
 // CAPACITY_REPEAT, how many times the whole check runs (each figure is
 // then the median over the runs, and every run's delivered share is
 // noted); CAPACITY_GEN_GROUP, the generator's grouping window upstream
