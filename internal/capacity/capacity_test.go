@@ -178,7 +178,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 						b.Logf("raw floor N=%d: %v", n, err)
 						continue
 					}
-					b.Logf("run %d: raw floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d", rep+1, n, f.CPU, f.Wakeups, f.Sent, f.Got)
+					b.Logf("run %d: raw floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)", rep+1, n, f.CPU, f.Wakeups, f.Sent, f.Got, f.LateTurns, f.MaxLate)
 					record(key{"raw floor", dir, n}, f.Result())
 				}
 			}
@@ -284,7 +284,8 @@ func BenchmarkSendFloor(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d", n, r.CPU, r.Wakeups, r.Sent, r.Got)
+		b.Logf("floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)",
+			n, r.CPU, r.Wakeups, r.Sent, r.Got, r.LateTurns, r.MaxLate)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/internal/netlab"
 	"golang.org/x/sys/unix"
 )
@@ -33,13 +34,22 @@ type FloorResult struct {
 	// Wakeups its voluntary context switches per second.
 	CPU     float64
 	Wakeups float64
+	// LateTurns counts the measured turns that began more than the Load
+	// Sender's 1 ms catch-up budget after their deadline, MaxLate is the
+	// latest: what the machine alone (the hypervisor, the kernel, the Go
+	// runtime) makes a thread that asks for nothing else late by. A Load
+	// Sender as late would skip a Burst of each of its N connections.
+	LateTurns int64
+	MaxLate   time.Duration
 }
 
 // Result returns the floor run as a row of the capacity table: its
 // delivered share is what the receiver got of what was sent.
 func (f FloorResult) Result() *Result {
-	r := &Result{Server: "raw floor", N: f.N, Floor: true, SkippedBursts: -1,
+	r := &Result{Server: "raw floor", N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
 		Planned: float64(f.Sent), Delivered: float64(f.Got), ServerCPU: f.CPU, ServerWakeups: f.Wakeups}
+	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v): its Skipped Bursts are what a Load Sender as late would skip",
+		f.LateTurns, f.MaxLate.Round(time.Microsecond)))
 	return r
 }
 
@@ -133,6 +143,13 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 					if e != unix.EINTR {
 						break
 					}
+				}
+				_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+				if late := time.Duration(ts.Nano() - next); measuring {
+					if late > dataphase.DefaultCatchUpBudget {
+						res.LateTurns++
+					}
+					res.MaxLate = max(res.MaxLate, late)
 				}
 				for _, fd := range txs {
 					r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg[0])), 1, 0, 0, 0)
