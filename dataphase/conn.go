@@ -129,7 +129,9 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		c.snd.init(row, now.Mono, clock.Time(budget), p.Seed)
 	} else {
 		c.rcv.init(now.Wall, p.ECNCEThresh, frag)
-		c.statusAt = now.Mono + clock.Time(p.TrialInt)
+		// On the grid of whole milliseconds, as Bursts are (sender.go):
+		// the Status PDUs of many Test Connections then share wake-ups.
+		c.statusAt = onGrid(now.Mono+clock.Time(p.TrialInt), clock.Time(time.Millisecond))
 		if p.Server && p.PoliceOverRate {
 			n := 2
 			if p.TrialInt > 0 {
@@ -410,7 +412,13 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 		return false
 	}
 	if !c.confirm {
-		c.statusAt = now.Mono + clock.Time(c.p.TrialInt)
+		// One Trial Interval after the last, on its grid; after a stall,
+		// the next one from now (OB-UDPST reschedules from when it ran,
+		// so its Status PDUs drift later by its lateness each time).
+		c.statusAt += clock.Time(c.p.TrialInt)
+		if c.statusAt <= now.Mono {
+			c.statusAt = onGrid(now.Mono+clock.Time(c.p.TrialInt), clock.Time(time.Millisecond))
+		}
 		if c.p.Server && c.p.PoliceOverRate && !c.stopping {
 			// Every Trial Interval, whether a Status PDU goes or not: a
 			// sender whose every PDU is invalid is policed too.

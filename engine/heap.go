@@ -8,6 +8,11 @@ import "github.com/udpstp/udpstp/clock"
 type heapNode struct {
 	key clock.Time
 	pos int
+	// tie orders items of equal keys by when they were pushed: Bursts of
+	// many Test Connections fall due at the same instants (dataphase's
+	// shared grid), and serving them in the same order each turn keeps
+	// each one's lateness steady instead of varying with the heap's shape.
+	tie uint64
 }
 
 // heapItem is an item of a deadlineHeap: a pointer that knows its node.
@@ -19,7 +24,8 @@ type heapItem interface{ node() *heapNode }
 // others. Its slice grows only when items are added (a command), never in
 // a turn's steady state.
 type deadlineHeap[T heapItem] struct {
-	s []T
+	s      []T
+	pushes uint64
 }
 
 func (h *deadlineHeap[T]) len() int { return len(h.s) }
@@ -44,7 +50,8 @@ func (h *deadlineHeap[T]) minKey() clock.Time {
 // push adds x with key k; x must not be in a heap.
 func (h *deadlineHeap[T]) push(x T, k clock.Time) {
 	n := x.node()
-	n.key, n.pos = k, len(h.s)
+	h.pushes++
+	n.key, n.pos, n.tie = k, len(h.s), h.pushes
 	h.s = append(h.s, x)
 	h.up(n.pos)
 }
@@ -83,7 +90,10 @@ func (h *deadlineHeap[T]) remove(x T) {
 	}
 }
 
-func (h *deadlineHeap[T]) less(i, j int) bool { return h.s[i].node().key < h.s[j].node().key }
+func (h *deadlineHeap[T]) less(i, j int) bool {
+	a, b := h.s[i].node(), h.s[j].node()
+	return a.key < b.key || a.key == b.key && a.tie < b.tie
+}
 
 func (h *deadlineHeap[T]) swap(i, j int) {
 	h.s[i], h.s[j] = h.s[j], h.s[i]

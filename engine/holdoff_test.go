@@ -120,3 +120,25 @@ func TestHoldOffNoteRead(t *testing.T) {
 		t.Errorf("after a quiet window: %+v %+v", h.prev, h.cur)
 	}
 }
+
+// TestCanDefer: reads may wait for a turn due within readDefer, unless a
+// recently read socket's buffer would fill first, or the hold-off is off.
+func TestCanDefer(t *testing.T) {
+	us := clock.Time(time.Microsecond)
+	h := holdOff{max: 250 * us}
+	if !h.canDefer(0, 900*us) {
+		t.Error("a turn 900 us away, no reads seen: not deferred")
+	}
+	if h.canDefer(0, 2*readDefer) || h.canDefer(0, 0) {
+		t.Error("deferred to a turn beyond readDefer, or to now")
+	}
+	h.cur.capMin = 500 * us
+	h.cur.turnMax = 100 * us
+	if h.canDefer(0, 500*us) || !h.canDefer(0, 300*us) {
+		t.Error("the buffer bound (500 us less a 100 us turn) not applied")
+	}
+	off := holdOff{}
+	if off.canDefer(0, 100*us) {
+		t.Error("deferred with the hold-off off")
+	}
+}

@@ -155,8 +155,10 @@ func (t *poolThread) onReady(ev *unix.EpollEvent) {
 }
 
 // waitTurn sleeps until the earliest deadline, readiness, or a command.
-// During a receive hold-off readiness does not end the wait: the epoll fd
-// is left out of the ppoll, and the hold-off's end is a deadline.
+// During a receive hold-off, or when the next deadline is so near that
+// reads can wait for its turn (holdOff.canDefer), readiness does not end
+// the wait: the epoll fd is left out of the ppoll, and the turn that ends
+// it collects readiness.
 func (t *poolThread) waitTurn() {
 	if t.pending.Load() {
 		return // commands are waiting: take them at once
@@ -173,6 +175,8 @@ func (t *poolThread) waitTurn() {
 	holding := t.hold.until > now
 	if holding {
 		dl = min(dl, t.hold.until)
+	} else if dl != clock.Never && t.hold.canDefer(now, dl) {
+		holding = true
 	}
 	p := [2]unix.PollFd{{Fd: int32(t.wk.fd), Events: unix.POLLIN}, {Fd: int32(t.epfd), Events: unix.POLLIN}}
 	k := 2
