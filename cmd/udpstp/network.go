@@ -28,15 +28,19 @@ import (
 //     Engine Thread whose next deadlines fall within d of the earliest
 //     sleeps until the last of them, so each Burst may leave up to d late
 //     and the thread wakes less often.
+//   - UDPSTP_CLIENT_THREADS=n: the client's pool starts at most n Engine
+//     Threads; 0 runs each Test Connection on a locked thread of its own
+//     (the client's executor before the pool).
 const (
 	envEngineThreads = "UDPSTP_ENGINE_THREADS"
 	envEngineHoldOff = "UDPSTP_ENGINE_HOLDOFF"
 	envEngineGroup   = "UDPSTP_ENGINE_GROUP"
+	envClientThreads = "UDPSTP_CLIENT_THREADS"
 )
 
 // engineNet gives the Control Phase the engine's sockets and executors: on
-// a Linux server a pool of Engine Threads, and one Engine Thread per Test
-// Connection for a client and on every other platform (pool nil).
+// Linux a pool of Engine Threads, and one Engine Thread per Test
+// Connection on every other platform (pool nil).
 type engineNet struct {
 	noGSO bool
 	// showErrors (-e): each Data Phase's socket errors and overruns are
@@ -56,6 +60,34 @@ func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet
 		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
 	}
 	return n
+}
+
+// newClientNet returns the executor a client runs its Data Phases on: on
+// Linux a pool of Engine Threads, as the server's (with -C n, one thread
+// serves several Test Connections from one epoll set with the receive
+// hold-off, where a locked thread each, more threads than CPUs, woke per
+// datagram and let the receive buffers overflow: docs/performance.md);
+// UDPSTP_CLIENT_THREADS=n bounds it to n threads, 0 selects one Engine
+// Thread per Test Connection. close releases the pool.
+func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engineNet, close func()) {
+	n = &engineNet{noGSO: lo.NoGSO, showErrors: showErrors, log: log}
+	if !engine.PoolSupported {
+		return n, func() {}
+	}
+	o := poolOptions(os.Getenv, log)
+	if v := os.Getenv(envClientThreads); v != "" {
+		k, err := strconv.Atoi(v)
+		switch {
+		case err != nil || k < 0:
+			log.Warn("ignoring "+envClientThreads+": want a number of Engine Threads, or 0 for one per Test Connection", "value", v)
+		case k == 0:
+			return n, func() {}
+		default:
+			o.Threads = k
+		}
+	}
+	n.pool = engine.NewPool(o)
+	return n, n.pool.Close
 }
 
 // poolOptions reads the experimental settings; a value that does not parse

@@ -40,7 +40,8 @@ var runClient = runTest
 // runTest runs one test (package client) on the engine's sockets.
 func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
 	ux := newClientUX(cfg, lo, os.Stdout, os.Stderr)
-	net := &engineNet{noGSO: lo.NoGSO, showErrors: cfg.ShowErrors, log: ux.log}
+	net, closeNet := newClientNet(lo, cfg.ShowErrors, ux.log)
+	defer closeNet()
 	status := client.Run(ctx, cfg, client.Options{Network: net, Out: ux.out, Stderr: ux.stderr, Observe: ux.observe,
 		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})
 	if ux.stream != nil && ux.stream.Err() != nil {
