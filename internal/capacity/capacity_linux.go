@@ -45,6 +45,15 @@ type Server struct {
 	Env  []string // added to its environment (udpstp's experimental settings)
 }
 
+// setupsInFlight is how many of its connections the generator sets up at
+// once: a client's most (OB-UDPST's -C maximum).
+const setupsInFlight = 24
+
+// startSpread: each generator connection starts at a random moment within
+// it, so that the N schedules' phases spread over the 1 ms period as
+// independent clients' do.
+const startSpread = 20 * time.Millisecond
+
 // CheckConfig is one run of the capacity check.
 type CheckConfig struct {
 	Lab       *netlab.Lab
@@ -437,12 +446,25 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	if cfg.Upstream {
 		lagID, lagLen = dataphase.StatusPDUID, cfg.Seconds*20+100
 	}
+	// The generator stands for many clients at one address; it sets up
+	// at most setupsInFlight connections at once, as clients of OB-UDPST's
+	// maximum (-C 24) do one after another, so that the server's bound on
+	// one source's connections awaiting activation
+	// (control.MaxPendingPerSource) is not what the check measures.
+	inFlight := make(chan struct{}, setupsInFlight)
 	for i := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c := &genConn{}
+			// Real clients arrive at random moments, so their schedules'
+			// phases spread over the period; N set up at once would all
+			// fall due together, which a server serves in one wake-up a
+			// period. A random start within startSpread spreads them.
+			time.Sleep(rand.N(startSpread))
+			inFlight <- struct{}{}
 			cc, err := control.Activate(ctx, net, &ccfg, ccfg.Servers[0], 0, uint16(1+rand.IntN(65535)), nil)
+			<-inFlight
 			if err != nil {
 				mu.Lock()
 				r.SetupErrs = append(r.SetupErrs, err.Error())
@@ -713,6 +735,16 @@ func parseMax(b []byte) (float64, error) {
 	return strconv.ParseFloat(string(bytes.TrimSpace(v[:j])), 64)
 }
 
+// median is the median of v (the mean of the middle two for an even
+// count); it sorts v.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
 // Median folds repeated runs of one server, direction and N into one
 // result: the median of each figure, and every run's delivered share in a
 // note so that a bimodal spread shows.
@@ -726,11 +758,7 @@ func Median(rs []*Result) *Result {
 		for i, r := range rs {
 			v[i] = f(r)
 		}
-		slices.Sort(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return median(v)
 	}
 	m.Planned, m.Delivered = 100, med(func(r *Result) float64 { return r.Share() })
 	m.SkippedBursts = int64(med(func(r *Result) float64 { return float64(r.SkippedBursts) }))

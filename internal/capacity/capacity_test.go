@@ -226,36 +226,44 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	srvs := servers(b)
 	secs := envInt(b, "THROUGHPUT_SECONDS", 3)
+	reps := envInt(b, "THROUGHPUT_REPEAT", 1)
 	tmp := b.TempDir()
-	var rows []string
-	{
+	// cells[row][col] holds each run's figure; a row is an MTU and a
+	// direction, a column the raw senders, then each server.
+	type rowKey struct {
+		mtu int
+		up  bool
+	}
+	var keys []rowKey
+	cells := map[rowKey][][]float64{}
+	errs := map[rowKey][]string{}
+	for rep := range reps {
 		for _, mtu := range []int{1500, 9000} {
 			lab := labOrSkip(b, netlab.Config{MTU: mtu})
 			payload := mtu - 28
 			for _, up := range []bool{false, true} {
-				dir := "down"
-				if up {
-					dir = "up"
+				k := rowKey{mtu, up}
+				if rep == 0 {
+					keys = append(keys, k)
+					cells[k] = make([][]float64, 2+len(srvs))
 				}
-				cells := []string{strconv.Itoa(mtu), dir}
-				for _, gso := range []bool{false, true} {
+				for i, gso := range []bool{false, true} {
 					r, err := RawThroughput(lab, payload, gso, up, time.Duration(secs)*time.Second)
 					if err != nil {
-						cells = append(cells, "error: "+err.Error())
+						errs[k] = append(errs[k], err.Error())
 						continue
 					}
-					cells = append(cells, fmt.Sprintf("%.0f (tx %.0f)", r.RxMbps(), r.TxMbps()))
+					cells[k][i] = append(cells[k][i], r.RxMbps())
 				}
-				for _, s := range srvs {
+				for i, s := range srvs {
 					m, err := ClientMax(context.Background(), lab, s, port(), up, 10, tmp)
 					if err != nil {
-						cells = append(cells, "error: "+err.Error())
+						errs[k] = append(errs[k], s.Name+": "+err.Error())
 						continue
 					}
-					cells = append(cells, fmt.Sprintf("%.0f", m))
+					cells[k][2+i] = append(cells[k][2+i], m)
 				}
-				rows = append(rows, "| "+strings.Join(cells, " | ")+" |")
-				b.Log(rows[len(rows)-1])
+				b.Logf("run %d: MTU %d up=%v: %v", rep+1, mtu, up, cells[k])
 			}
 			lab.Close()
 		}
@@ -266,7 +274,39 @@ func BenchmarkThroughput(b *testing.B) {
 		head += " " + s.Name + " max |"
 		sep += "---:|"
 	}
-	fmt.Printf("\nSingle-connection throughput, Mbit/s at the IP layer (raw: received, and accepted by the sender):\n\n%s\n%s\n%s\n\n", head, sep, strings.Join(rows, "\n"))
+	var rows []string
+	for _, k := range keys {
+		dir := "down"
+		if k.up {
+			dir = "up"
+		}
+		row := []string{strconv.Itoa(k.mtu), dir}
+		for _, vs := range cells[k] {
+			row = append(row, medianCell(vs))
+		}
+		line := "| " + strings.Join(row, " | ") + " |"
+		if e := errs[k]; len(e) > 0 {
+			line += " errors: " + strings.Join(e, "; ")
+		}
+		rows = append(rows, line)
+	}
+	fmt.Printf("\nSingle-connection throughput, Mbit/s at the IP layer (raw: received; median of %d runs, every run in brackets):\n\n%s\n%s\n%s\n\n",
+		reps, head, sep, strings.Join(rows, "\n"))
+}
+
+// medianCell is the median of vs with every run's figure, for a table.
+func medianCell(vs []float64) string {
+	if len(vs) == 0 {
+		return "n/a"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%.0f", v)
+	}
+	if len(vs) == 1 {
+		return parts[0]
+	}
+	return fmt.Sprintf("%.0f (%s)", median(append([]float64(nil), vs...)), strings.Join(parts, ", "))
 }
 
 // BenchmarkSendFloor is the sending floor of the capacity check (see

@@ -48,8 +48,8 @@ type FloorResult struct {
 func (f FloorResult) Result() *Result {
 	r := &Result{Server: "raw floor", N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
 		Planned: float64(f.Sent), Delivered: float64(f.Got), ServerCPU: f.CPU, ServerWakeups: f.Wakeups}
-	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v): its Skipped Bursts are what a Load Sender as late would skip",
-		f.LateTurns, f.MaxLate.Round(time.Microsecond)))
+	// Its Skipped Bursts are what a Load Sender as late would skip.
+	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v)", f.LateTurns, f.MaxLate.Round(time.Microsecond)))
 	return r
 }
 
