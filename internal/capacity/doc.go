@@ -19,7 +19,11 @@
 // thread): far lighter than N client processes. It receives (downstream)
 // or sends (upstream) and sends or answers Status PDUs as a real client
 // does. Its CPU and its own Skipped Bursts are reported, so a run that the
-// generator rather than the server limited can be told.
+// generator rather than the server limited can be told. It starts each
+// connection at a random moment within 20 ms and sets up at most 24 at
+// once, as independent clients arriving at a server do: started together,
+// the schedules' phases would coincide, and a server serves coinciding
+// deadlines in one wake-up whatever its own schedule.
 //
 // For each server and N the check reports:
 //
@@ -87,5 +91,6 @@
 // path: a minimal sender (plain sendmmsg, and sendmmsg with UDP GSO) in the
 // server namespace and a minimal recvmmsg receiver in the client
 // namespace, written here with raw system calls and none of the engine's
-// code, for THROUGHPUT_SECONDS (default 3) each.
+// code, for THROUGHPUT_SECONDS (default 3) each. THROUGHPUT_REPEAT runs
+// it that many times and reports each cell's median with every run's figure.
 package capacity
