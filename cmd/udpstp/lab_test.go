@@ -48,7 +48,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -106,18 +105,32 @@ func labServer(t *testing.T, l *netlab.Lab, impl labImpl, extra ...string) {
 }
 
 // labClient runs impl's client in the client namespace to completion
-// (killed after secs+25 s) and reads its JSON result. A run that printed
-// no JSON has ErrorStatus -1 and the output in ErrorMessage.
+// (labRun) and reads its JSON result. A run that printed no JSON has
+// ErrorStatus -1 and the output in ErrorMessage.
 func labClient(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...string) labResult {
 	t.Helper()
-	a := append([]string{"-f", "json", "-t", fmt.Sprint(secs), "-p", fmt.Sprint(labPort)}, args...)
+	stdout, stderr, _ := labRun(t, l, impl, secs, append([]string{"-f", "json"}, args...)...)
+	var r labResult
+	if jerr := json.Unmarshal([]byte(stdout), &r); jerr != nil {
+		r.ErrorStatus = -1
+		r.ErrorMessage = fmt.Sprintf("no JSON result (%v): %.300s %.300s", jerr, stdout, stderr)
+	}
+	return r
+}
+
+// labRun runs impl's client in the client namespace to completion (killed,
+// and the test failed, 25 s after the end of its secs-long test) and
+// returns its standard output and error and its exit status.
+func labRun(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	a := append([]string{"-t", fmt.Sprint(secs), "-p", fmt.Sprint(labPort)}, args...)
 	a = append(a, l.ServerAddr.String())
 	if impl.ours {
 		a = append([]string{"client"}, a...)
 	}
 	cmd := l.Command(l.ClientNS, impl.bin, a...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errs strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,18 +141,16 @@ func labClient(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...stri
 	case err = <-done:
 	case <-time.After(time.Duration(secs+25) * time.Second):
 		cmd.Process.Kill()
-		<-done
+		err = <-done
 		t.Errorf("%s client still running 25 s after the end of a %d s test: killed", impl.name, secs)
 	}
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatalf("%s %v: %v", impl.bin, a, err)
+	if err != nil {
+		if cmd.ProcessState == nil {
+			t.Fatalf("%s %v: %v", impl.bin, a, err)
+		}
+		code = cmd.ProcessState.ExitCode()
 	}
-	var r labResult
-	if jerr := json.Unmarshal([]byte(stdout.String()), &r); jerr != nil {
-		r.ErrorStatus = -1
-		r.ErrorMessage = fmt.Sprintf("no JSON result (%v): %.300s %.300s", jerr, stdout.String(), stderr.String())
-	}
-	return r
+	return out.String(), errs.String(), code
 }
 
 // labImpls starts a lab test: it skips without UDPSTP_LAB=1, where no lab can run or with

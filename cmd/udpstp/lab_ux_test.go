@@ -14,40 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/udpstp/udpstp/internal/netlab"
 )
-
-// labRun runs impl's client in the client namespace to completion
-// (killed after secs+25 s) and returns its standard output and status.
-func labRun(t *testing.T, l *netlab.Lab, impl labImpl, secs int, args ...string) (string, int) {
-	t.Helper()
-	a := append([]string{"-t", fmt.Sprint(secs), "-p", fmt.Sprint(labPort)}, args...)
-	a = append(a, l.ServerAddr.String())
-	if impl.ours {
-		a = append([]string{"client"}, a...)
-	}
-	cmd := l.Command(l.ClientNS, impl.bin, a...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill := time.AfterFunc(time.Duration(secs+25)*time.Second, func() { cmd.Process.Kill() }) // a hung client only
-	defer kill.Stop()
-	code := 0
-	if err := cmd.Wait(); err != nil {
-		if cmd.ProcessState == nil {
-			t.Fatalf("%s %v: %v", impl.bin, a, err)
-		}
-		code = cmd.ProcessState.ExitCode()
-	}
-	if stderr.Len() > 0 {
-		t.Logf("%s stderr: %s", impl.name, stderr.String())
-	}
-	return stdout.String(), code
-}
 
 // obudpstExportHeader is the first line of OB-UDPST 9.0.0's -O file
 // (open_outputfile).
@@ -167,14 +136,14 @@ func TestLabExportInterface(t *testing.T) {
 		labServer(t, l, impl, "-j")
 		dir := t.TempDir()
 		common := []string{"-d", "-j", "-I", fmt.Sprint(row), "-E", l.ClientDev}
-		out, code := labRun(t, l, impl, secs, append(common, "-M", "-f", "json", "-O", "+"+filepath.Join(dir, "all_#i.csv"))...)
+		out, errs, code := labRun(t, l, impl, secs, append(common, "-M", "-f", "json", "-O", "+"+filepath.Join(dir, "all_#i.csv"))...)
 		if err := json.Unmarshal([]byte(out), &res[i].js); err != nil || code != 0 || res[i].js.ErrorStatus != 0 {
-			t.Fatalf("%s -E -M -O +: exit %d, %v: %.500s", impl.name, code, err, out)
+			t.Fatalf("%s -E -M -O +: exit %d, %v: %.500s %s", impl.name, code, err, out, errs)
 		}
 		res[i].all = readExport(t, filepath.Join(dir, "all_0.csv"))
-		out, code = labRun(t, l, impl, secs, append(common, "-O", filepath.Join(dir, "rtt_#i.csv"))...)
+		out, errs, code = labRun(t, l, impl, secs, append(common, "-O", filepath.Join(dir, "rtt_#i.csv"))...)
 		if code != 0 {
-			t.Fatalf("%s -E -O: exit %d: %s", impl.name, code, out)
+			t.Fatalf("%s -E -O: exit %d: %s %s", impl.name, code, out, errs)
 		}
 		res[i].rtt = readExport(t, filepath.Join(dir, "rtt_0.csv"))
 		res[i].text = reportShapes(out)
