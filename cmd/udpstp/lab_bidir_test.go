@@ -80,10 +80,19 @@ func bidirLabCases() []bidirLabCase {
 	}
 	return []bidirLabCase{
 		{name: "tbf-200M-down-50M-up", cfg: shaped(0), evaluate: capacity},
+		// The same shapes 50 ms of round trip apart, through the impairment
+		// lab's relay (25 ms each way).
+		{name: "tbf-200M-down-50M-up-rtt50", cfg: withRTT(shaped(0), 50*time.Millisecond), labOnly: true, evaluate: capacity},
 		{name: "deep-queue-search", cfg: shaped(200 * time.Millisecond), labOnly: true, evaluate: rises},
 		// Row 40 is 40 Mbit/s of L3, below 50 up and 200 down.
 		{name: "deep-queue-fixed-40", cfg: shaped(200 * time.Millisecond), args: []string{"-I", "40"}, labOnly: true, evaluate: stays},
 	}
+}
+
+// withRTT adds a relay delay of rtt, half each way, to c.
+func withRTT(c netlab.Config, rtt time.Duration) netlab.Config {
+	c.Down.Relay.Delay, c.Up.Relay.Delay = rtt/2, rtt/2
+	return c
 }
 
 // TestLabBidirectional runs every case with our client against our server
@@ -149,6 +158,9 @@ func loadedL2(h bidirHalf) float64 {
 // bidirectional test; it fails t on a run that is not whole and returns
 // the case's accuracy problems.
 func runBidirLab(t *testing.T, c bidirLabCase, srv, client labImpl) (bidirResult, []string) {
+	if err := netlab.AvailableFor(c.cfg); err != nil {
+		t.Skip(err)
+	}
 	l := netlab.New(t, c.cfg)
 	labServer(t, l, srv, "-j")
 	file := filepath.Join(t.TempDir(), "bidir.json")
