@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -21,10 +22,8 @@ type badFiles struct{ output, textfile bool }
 // preflight checks the run's files; it returns the message of the first
 // problem ("" if none) and which result file it was.
 func (r *run) preflight() (msg string, bad badFiles) {
-	if f := r.cfg.OutputFile; f != "" {
-		if err := report.CheckWritable(f); err != nil {
-			return fmt.Sprintf("FOPEN ERROR: %v (--output)", err), badFiles{output: true}
-		}
+	if msg := checkOutput(r.cfg); msg != "" {
+		return msg, badFiles{output: true}
 	}
 	if f := r.cfg.TextFile; f != "" {
 		if err := report.CheckWritable(f); err != nil {
@@ -49,6 +48,18 @@ func (r *run) preflight() (msg string, bad badFiles) {
 		r.iface = f
 	}
 	return "", bad
+}
+
+// checkOutput checks the result file (--output), if any: a single test's
+// preflight and a plan's (plan.go) both start with it. It returns the
+// message of the problem, "" if none.
+func checkOutput(cfg *control.ClientConfig) string {
+	if f := cfg.OutputFile; f != "" {
+		if err := report.CheckWritable(f); err != nil {
+			return fmt.Sprintf("FOPEN ERROR: %v (--output)", err)
+		}
+	}
+	return ""
 }
 
 // exportProbe is the export file name of the first Test Connection as far

@@ -27,16 +27,13 @@ type Plan struct {
 // checked first, as a single test's is (files.go), then the tests run and
 // the file is written once more at the end.
 func runPlan(ctx context.Context, cfg *control.ClientConfig, o Options, format report.Format) int {
-	if f := cfg.OutputFile; f != "" {
-		if err := report.CheckWritable(f); err != nil {
-			msg := fmt.Sprintf("FOPEN ERROR: %v (--output)", err)
-			fmt.Fprintf(o.Stderr, "udpstp: ERROR: %s\n", msg)
-			if o.Observe != nil {
-				o.Observe(Event{Kind: EventError, Conn: -1, Upstream: cfg.Upstream, Code: report.StatusInit, Text: msg})
-				o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: report.StatusInit})
-			}
-			return report.StatusInit
+	if msg := checkOutput(cfg); msg != "" {
+		fmt.Fprintf(o.Stderr, "udpstp: ERROR: %s\n", msg)
+		if o.Observe != nil {
+			o.Observe(Event{Kind: EventError, Conn: -1, Upstream: cfg.Upstream, Code: report.StatusInit, Text: msg})
+			o.Observe(Event{Kind: EventEnd, Conn: -1, Upstream: cfg.Upstream, Status: report.StatusInit})
 		}
+		return report.StatusInit
 	}
 	var res result
 	if o.Plan.Repeat > 0 {
