@@ -126,7 +126,7 @@ func loadIn(b *RecvBatch, seq uint32, l, claim int, spdu int64, t clock.Time) {
 
 // A forged Test Activation for a fixed row (srIndexConf 1000: 1 Gbit/s)
 // and nobody answering: the Load Sender sends row 0 within 3x what it
-// received, and gives up after 3 s. (On main this sent row 1000 for 3 s:
+// received, and gives up after 3 s. (Before this defence the server sent row 1000 for 3 s:
 // 345 MB on the victim.)
 func TestAmplificationForgedActivation(t *testing.T) {
 	for _, row := range []uint16{1000, 0, AutoRateIndex} {
@@ -150,7 +150,7 @@ func TestAmplificationForgedActivation(t *testing.T) {
 
 // Forged Status PDUs (the keep-alive variant): reporting nothing proves
 // nothing, so they only add to the budget (3x their size), and the test
-// still ends at 3 s. (On main: 1.75 GB in 15 s for 12 kB sent.)
+// still ends at 3 s. (Before this defence: 1.75 GB in 15 s for 12 kB sent.)
 func TestAmplificationForgedKeepAlive(t *testing.T) {
 	r := newRun(NewConn(hostileParams(true, false, 1000), hostileStart))
 	var sent, seq uint32

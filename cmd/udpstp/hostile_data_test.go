@@ -193,7 +193,7 @@ func waitLog(p *proc, s string, limit time.Duration) string {
 // with administratively prohibited, host and network prohibited and
 // protocol unreachable, and one Status PDU with port unreachable. Each is
 // one error on a connected socket's next send or receive; the test must
-// complete (ErrorStatus below 50) with the errors counted by kind. On main
+// complete (ErrorStatus below 50) with the errors counted by kind. Before this defence
 // the first of them ended the Test Connection as a socket failure.
 func TestHostileICMPErrors(t *testing.T) {
 	for _, up := range []bool{false, true} {
@@ -260,7 +260,7 @@ func icmpErrorsCase(t *testing.T, b hostileBin, up bool) {
 // A narrower link in the middle of the path (1400 bytes) with -T
 // (1500-byte packets): the router answers the first big packets with
 // ICMP fragmentation needed, the Load Sender's socket reports EMSGSIZE
-// once, the kernel fragments from then on, and GSO stays on. On main the
+// once, the kernel fragments from then on, and GSO stays on. Before this defence the
 // EMSGSIZE ended the Test Connection. Default options over 1280 bytes
 // (1250-byte packets fit) complete untouched.
 func TestHostileNarrowLink(t *testing.T) {
@@ -587,7 +587,7 @@ func TestHostileForgedStatusFromElsewhere(t *testing.T) {
 // (0.11 Mbit/s) sends 1222-byte Load PDUs at about 90 Mbit/s, each
 // claiming a udpPayload of 0. The policer counts what the socket really
 // received and stops it within 3 Trial Intervals; its PDUs are invalid
-// (the claim is not the length). On main it ran the whole test.
+// (the claim is not the length). Before this defence it ran the whole test.
 func TestHostileLyingSender(t *testing.T) {
 	for _, claim := range []string{"claims 0", "claims the truth"} {
 		t.Run(claim, func(t *testing.T) {
@@ -754,7 +754,7 @@ func TestHostileClientAlertFlood(t *testing.T) {
 }
 
 // A server granting what it must not (issue 11, point 6): a trial interval
-// of 0 (on main: 424,550 Status PDUs in 3.5 s, one per turn) and a test
+// of 0 (before this defence: 424,550 Status PDUs in 3.5 s, one per turn) and a test
 // time of 65,535 s on a 5 s request. The client refuses with ErrorStatus
 // 150 and a message naming the field, and sends nothing more.
 func TestHostileClientGrants(t *testing.T) {
