@@ -317,7 +317,7 @@ func (s *Socket) datagramIovecs(b *dataphase.SendBuffer, i, iov int) int {
 	return iov
 }
 
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) error {
 	b.N = 0
 	n := min(limit, dataphase.MaxRecv)
 	if n <= 0 {
@@ -379,7 +379,7 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 	if got <= 0 {
 		return nil
 	}
-	b.Pair = clock.Now()
+	b.Pair = readNow(clk)
 	for i := 0; i < got; i++ {
 		m := &x.rmsgs[i]
 		d := &b.Dgrams[i]

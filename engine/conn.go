@@ -161,6 +161,23 @@ func (t *turnClock) now() clock.Pair {
 	return clock.Pair{Mono: t.start.Mono.Add(d), Wall: t.start.Wall + int64(d)}
 }
 
+// readNow is the pair a read that returned datagrams is stamped with (their
+// receive time where the kernel gives none, and the pair that converts a
+// kernel timestamp to the Test Time Base): an executor's turn clock
+// advanced, so that a turn costs one system call for the clock however many
+// reads it makes; a fresh reading without one (Socket.RecvBatch). Against a
+// fresh pair, the turn's converts a kernel timestamp with the wall clock's
+// offset from the start of the turn: off by the wall clock's drift over
+// at most a turn (~1 ms), a few µs even at this VM's thousands of ppm, and
+// the same order as the offset's drift between arrival and read that a
+// fresh pair leaves anyway.
+func readNow(clk *turnClock) clock.Pair {
+	if clk != nil {
+		return clk.now()
+	}
+	return clock.Now()
+}
+
 // turn runs one turn: clock, commands, sends, reads, events. It reports
 // whether a budget was hit, so the thread should loop at once.
 func (c *Conn) turn() (again bool) {
@@ -186,7 +203,7 @@ func (c *Conn) turn() (again bool) {
 		// One batch is the turn's whole read budget (maxReadsPerTurn ==
 		// dataphase.MaxRecv): a full one means more may be waiting.
 		c.readable = false
-		if err := c.sock.RecvBatch(&c.recv, maxReadsPerTurn); err != nil {
+		if err := c.sock.recvBatch(&c.recv, maxReadsPerTurn, &c.clk); err != nil {
 			c.fail(c.log, err)
 			return false
 		}

@@ -425,7 +425,7 @@ func (t *poolThread) serve(c *PoolConn, now clock.Pair, sends bool) {
 }
 
 func (t *poolThread) readConn(c *PoolConn) {
-	if err := c.sock.RecvBatch(&t.recv, maxReadsPerTurn); err != nil {
+	if err := c.sock.recvBatch(&t.recv, maxReadsPerTurn, &t.clk); err != nil {
 		c.fail(t.log, err)
 		return
 	}

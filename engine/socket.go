@@ -165,5 +165,5 @@ func (s *Socket) SendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 // EnableRecvTOS was called. b.Pair is read right after the read returns
 // datagrams. It allocates nothing.
 func (s *Socket) RecvBatch(b *dataphase.RecvBatch, max int) error {
-	return s.recvBatch(b, max)
+	return s.recvBatch(b, max, nil)
 }

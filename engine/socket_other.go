@@ -227,7 +227,7 @@ func (s *Socket) countSent(n int) {
 	}
 }
 
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) error {
 	x := &s.sys
 	b.N = 0
 	limit = min(limit, dataphase.MaxRecv)
@@ -265,7 +265,7 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int) error {
 			continue
 		}
 		if !havePair {
-			pair, havePair = clock.Now(), true
+			pair, havePair = readNow(clk), true
 			b.Pair = pair
 		}
 		s.deliver(b, n, x.stash[:l], pair.Mono)
