@@ -86,6 +86,25 @@ type Conn struct {
 	events        []Event
 	done          bool
 	statusScratch StatusPDU
+	phase         clock.Time // the grid's phase (SetGridPhase)
+}
+
+// statusGrid is the grid of the Status PDUs' due times.
+const statusGrid = clock.Time(time.Millisecond)
+
+// SetGridPhase moves the grid this Test Connection's Bursts and Status PDUs
+// fall due on (sender.go) by phase, 0 <= phase < 1 ms: an Engine Thread
+// gives the Test Connections it serves different phases when it serves
+// many, so that their sends of one instant do not all wait in one turn.
+// Due times only move later, by less than a period, and the schedule keeps
+// its periods. Call it before the first Poll.
+func (c *Conn) SetGridPhase(phase clock.Time) {
+	c.phase = phase
+	if c.loadSender {
+		c.snd.setPhase(phase)
+	} else {
+		c.statusAt = onGridAt(c.statusAt, statusGrid, phase)
+	}
 }
 
 // NewConn starts a Data Phase at the activation instant now.
@@ -131,7 +150,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		c.rcv.init(now.Wall, p.ECNCEThresh, frag)
 		// On the grid of whole milliseconds, as Bursts are (sender.go):
 		// the Status PDUs of many Test Connections then share wake-ups.
-		c.statusAt = onGrid(now.Mono+clock.Time(p.TrialInt), clock.Time(time.Millisecond))
+		c.statusAt = onGrid(now.Mono+clock.Time(p.TrialInt), statusGrid)
 		if p.Server && p.PoliceOverRate {
 			n := 2
 			if p.TrialInt > 0 {
@@ -417,7 +436,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 		// so its Status PDUs drift later by its lateness each time).
 		c.statusAt += clock.Time(c.p.TrialInt)
 		if c.statusAt <= now.Mono {
-			c.statusAt = onGrid(now.Mono+clock.Time(c.p.TrialInt), clock.Time(time.Millisecond))
+			c.statusAt = onGridAt(now.Mono+clock.Time(c.p.TrialInt), statusGrid, c.phase)
 		}
 		if c.p.Server && c.p.PoliceOverRate && !c.stopping {
 			// Every Trial Interval, whether a Status PDU goes or not: a

@@ -60,3 +60,58 @@ func TestBurstsShareTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestGridPhase: a Test Connection's grid moved by a phase keeps its
+// Bursts at phase plus multiples of their periods (also those of a row
+// adopted later, and after skipped Bursts), only later than unmoved; a Load
+// Receiver's Status PDUs move with it.
+func TestGridPhase(t *testing.T) {
+	table := BuildRateTable(TableOptions{})
+	ms := clock.Time(time.Millisecond)
+	const phase = clock.Time(550 * time.Microsecond)
+	onPhase := func(at, iv clock.Time) bool { return (at-phase)%iv == 0 }
+	for i, start := range []clock.Time{1_000_003_217, 42} {
+		var s sender
+		s.init(table[310], start, clock.Time(DefaultCatchUpBudget), uint64(i+1)) // 100 us and 1 ms
+		before := s.tx
+		s.setPhase(phase)
+		for tx := range s.tx {
+			if !s.tx[tx].armed {
+				continue
+			}
+			iv := s.interval(tx)
+			if d := s.tx[tx].due; !onPhase(d, iv) || d < before[tx].due || d-before[tx].due >= iv {
+				t.Errorf("transmitter %d: %d moved to %d, not the next point of phase %d on %d", tx, before[tx].due, d, phase, iv)
+			}
+		}
+		now := s.nextDue()
+		for n := range 40 {
+			if n == 20 {
+				now += 3 * clock.Time(DefaultCatchUpBudget) // a stall: Bursts skipped
+			}
+			if _, ok := s.fire(now, false); !ok {
+				t.Fatalf("nothing due at %d", now)
+			}
+			for tx := range s.tx {
+				if s.tx[tx].armed && !onPhase(s.tx[tx].due, s.interval(tx)) {
+					t.Fatalf("transmitter %d due at %d, off phase", tx, s.tx[tx].due)
+				}
+			}
+			now = max(now, s.nextDue())
+		}
+		if s.skippedBursts == 0 {
+			t.Error("the stall skipped no Burst")
+		}
+		s.setRow(table[1], now+ms/3)
+		if d := s.nextDue(); !onPhase(d, ms) || d > now+ms/3+ms {
+			t.Errorf("after a new row, the next Burst at %d: not on the moved grid within a period", d)
+		}
+	}
+	p := Params{TestIntTime: 10 * time.Second, TrialInt: 50 * time.Millisecond, SubIntPeriod: time.Second,
+		SRIndexConf: AutoRateIndex, InitialRate: table[0]}
+	c := NewConn(p, clock.Pair{Mono: 1_000_003_217, Wall: 1796009000e9})
+	c.SetGridPhase(phase)
+	if !onPhase(c.statusAt, ms) {
+		t.Errorf("the first Status PDU at %d, off phase", c.statusAt)
+	}
+}

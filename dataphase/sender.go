@@ -30,6 +30,13 @@ import (
 // changed. OB-UDPST draws a transmitter's first Burst 5 to 50 ms after
 // activation; ours is that draw rounded up to the grid.
 
+// An Engine Thread serving many Test Connections moves some of their grids
+// by a phase (SetGridPhase; the engine's gridslots.go chooses it): the
+// Bursts of one instant would otherwise all wait in one turn, the last of
+// N for the N-1 sends before it (166 µs of send lag p99 at 120 Test
+// Connections on one thread). Those of one phase still share their
+// wake-ups.
+
 // onGrid is the first multiple of iv at or after t (t itself when iv is 0).
 func onGrid(t, iv clock.Time) clock.Time {
 	if iv <= 0 {
@@ -43,6 +50,12 @@ func onGrid(t, iv clock.Time) clock.Time {
 		return t - r
 	}
 	return t + iv - r
+}
+
+// onGridAt is the first point of the grid of iv moved by phase at or after
+// t: phase plus a multiple of iv.
+func onGridAt(t, iv, phase clock.Time) clock.Time {
+	return onGrid(t-phase, iv) + phase
 }
 
 // transmitter is one of the two periodic senders of a row.
@@ -83,6 +96,7 @@ type sender struct {
 	// The plan last written into the SendBuffer, and its unsent tail.
 	plan     [MaxPlan]pendingDgram
 	planN    int
+	phase    clock.Time // the grid's phase (SetGridPhase)
 	deferred [MaxPlan]pendingDgram
 	deferN   int
 
@@ -120,7 +134,18 @@ func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, seed
 	for t := range s.tx {
 		if s.interval(t) > 0 {
 			off := s.rng.between(int64(StartOffsetMin), int64(StartOffsetMax))
-			s.tx[t] = transmitter{armed: true, due: onGrid(start+clock.Time(off), s.interval(t))}
+			s.tx[t] = transmitter{armed: true, due: onGridAt(start+clock.Time(off), s.interval(t), s.phase)}
+		}
+	}
+}
+
+// setPhase moves the grid by phase: each armed transmitter's next Burst to
+// the first point of its moved grid at or after its due time.
+func (s *sender) setPhase(phase clock.Time) {
+	s.phase = phase
+	for t := range s.tx {
+		if s.tx[t].armed {
+			s.tx[t].due = onGridAt(s.tx[t].due, s.interval(t), phase)
 		}
 	}
 }
@@ -146,7 +171,7 @@ func (s *sender) setRow(r SendingRate, now clock.Time) {
 	s.row = r
 	for t := range s.tx {
 		iv := s.interval(t)
-		next := onGrid(now+1, iv)
+		next := onGridAt(now+1, iv, s.phase)
 		switch {
 		case iv == 0:
 			s.tx[t].armed = false

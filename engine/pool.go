@@ -79,6 +79,10 @@ type PoolOptions struct {
 	// leave). It trades wake-ups for lateness, as OB-UDPST's fixed 100 µs
 	// tick does.
 	Group time.Duration
+	// PhaseConns is how many Test Connections of a thread share a phase
+	// of the grid before it opens another (gridphase.go): 0 means
+	// DefaultPhaseConns, a negative value keeps one phase (experimental).
+	PhaseConns int
 	// Log (nil: discard) gets the rare messages: a recovered panic, a
 	// socket failure, GSO turned off, timer slack refused.
 	Log *slog.Logger
@@ -133,6 +137,15 @@ func (p *Pool) Limit() CPULimit { return p.limit }
 func (p *Pool) HoldOff() time.Duration { return max(p.opts.HoldOff, 0) }
 
 // Describe says how the pool runs, for a server's start-up log line.
+// phaseConns is PoolOptions.PhaseConns with its default applied; <= 0:
+// one phase.
+func (p *Pool) phaseConns() int {
+	if p.opts.PhaseConns == 0 {
+		return DefaultPhaseConns
+	}
+	return p.opts.PhaseConns
+}
+
 func (p *Pool) Describe() string {
 	if !PoolSupported {
 		return "one Engine Thread per Test Connection (no pool on this platform)"
@@ -149,6 +162,11 @@ func (p *Pool) Describe() string {
 		hold += fmt.Sprintf(", grouping window %v", p.opts.Group)
 	} else {
 		hold += ", no grouping window"
+	}
+	if n := p.phaseConns(); n > 0 {
+		hold += fmt.Sprintf(", a phase of the grid per %d Test Connections of a thread", n)
+	} else {
+		hold += ", one phase of the grid"
 	}
 	return fmt.Sprintf("pool of up to %d Engine Threads (%s), %s", p.max, how, hold)
 }

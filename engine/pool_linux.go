@@ -45,6 +45,7 @@ type PoolConn struct {
 
 	// The Engine Thread's state.
 	slot, gen int32
+	phase     int8       // its phase of the grid (gridphase.go); -1: none
 	readable  bool       // read at the next read phase
 	inReady   bool       // on the thread's ready list
 	wantOut   bool       // registered for EPOLLOUT after EAGAIN
@@ -120,7 +121,7 @@ func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolCo
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
-	c := &PoolConn{coreState: newCoreState(sock, core, onEvent), done: make(chan struct{}), cancelFd: -1}
+	c := &PoolConn{coreState: newCoreState(sock, core, onEvent), done: make(chan struct{}), cancelFd: -1, phase: -1}
 	c.hn.pos = -1
 	return c
 }
@@ -257,6 +258,7 @@ type poolThread struct {
 	group    clock.Time // the grouping window; 0: none
 	readN    int        // datagrams read in the current turn
 	hold     holdOff
+	phases   gridPhases
 }
 
 func newPoolThread(p *Pool, id int) (*poolThread, error) {
@@ -273,6 +275,7 @@ func newPoolThread(p *Pool, id int) (*poolThread, error) {
 		done: make(chan struct{}), collect: true}
 	t.hold.max = clock.Time(max(p.opts.HoldOff, 0))
 	t.group = clock.Time(max(p.opts.Group, 0))
+	t.phases.per = p.phaseConns()
 	return t, nil
 }
 
@@ -497,6 +500,10 @@ func (t *poolThread) remove(c *PoolConn) {
 		t.free = append(t.free, c.slot)
 		t.live--
 	}
+	if c.phase >= 0 {
+		t.phases.give(int(c.phase))
+		c.phase = -1
+	}
 	c.readable = false
 	t.load.Add(-1)
 	close(c.done)
@@ -579,6 +586,16 @@ func (t *poolThread) add(c *PoolConn) {
 		protect(func() { c.fail(t.log, err) })
 		t.remove(c)
 		return
+	}
+	if gp, ok := c.core.(gridPhaser); ok {
+		// Before its first Poll, so that no Burst of it falls due off
+		// its phase.
+		k := t.phases.take()
+		if protect(func() { gp.SetGridPhase(phaseOf(k)) }) {
+			c.phase = int8(k)
+		} else {
+			t.phases.give(k)
+		}
 	}
 	t.heap.push(c, 0) // a first turn at once, as Conn's
 	c.readable = true // datagrams may be queued already

@@ -496,3 +496,47 @@ func TestPoolSendBufferFull(t *testing.T) {
 		t.Fatalf("sent %d, stats %+v", core.sentOK, st)
 	}
 }
+
+// phaseCore records the grid phase its thread gave it.
+type phaseCore struct {
+	*fakeCore
+	phase clock.Time
+	set   int
+}
+
+func (p *phaseCore) SetGridPhase(ph clock.Time) { p.phase, p.set = ph, p.set+1 }
+
+// A thread gives its Test Connections phases of the grid as they come,
+// before their first turn, a phase per PhaseConns of them, and gives a
+// leaver's phase to the next one.
+func TestPoolThreadGivesPhases(t *testing.T) {
+	th := newTestThread(t, PoolOptions{Threads: 1, PhaseConns: 2})
+	var cores []*phaseCore
+	var conns []*PoolConn
+	for range 5 {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		pc := &phaseCore{fakeCore: newFakeCore(time.Millisecond, 0)}
+		cores = append(cores, pc)
+		conns = append(conns, addTestConn(th, a, pc, nil))
+	}
+	for i, want := range []int{0, 0, 1, 1, 2} {
+		if cores[i].set != 1 || cores[i].phase != phaseOf(want) {
+			t.Errorf("Test Connection %d: phase %v set %d times, want %v once", i, cores[i].phase, cores[i].set, phaseOf(want))
+		}
+		if cores[i].polls != 0 {
+			t.Errorf("Test Connection %d polled before it had its phase", i)
+		}
+	}
+	th.remove(conns[2]) // one of phase 1 leaves
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	pc := &phaseCore{fakeCore: newFakeCore(time.Millisecond, 0)}
+	addTestConn(th, a, pc, nil)
+	if pc.phase != phaseOf(1) {
+		t.Errorf("after a leaver of phase 1, the next got %v, want %v", pc.phase, phaseOf(1))
+	}
+	// A core without a grid is served as before.
+	b, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	if c := addTestConn(th, b, newFakeCore(time.Millisecond, 0), nil); c.phase != -1 {
+		t.Errorf("a core without a grid got phase %d", c.phase)
+	}
+}

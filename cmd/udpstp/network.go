@@ -28,6 +28,10 @@ import (
 //     Engine Thread whose next deadlines fall within d of the earliest
 //     sleeps until the last of them, so each Burst may leave up to d late
 //     and the thread wakes less often.
+//   - UDPSTP_ENGINE_PHASE=n: an Engine Thread opens a phase of the grid
+//     for each n Test Connections it serves instead of each
+//     engine.DefaultPhaseConns; 0 keeps
+//     them all on one phase (the schedule before phases).
 //   - UDPSTP_CLIENT_THREADS=n: the client's pool starts at most n Engine
 //     Threads; 0 runs each Test Connection on a locked thread of its own
 //     (the client's executor before the pool).
@@ -35,6 +39,7 @@ const (
 	envEngineThreads = "UDPSTP_ENGINE_THREADS"
 	envEngineHoldOff = "UDPSTP_ENGINE_HOLDOFF"
 	envEngineGroup   = "UDPSTP_ENGINE_GROUP"
+	envEnginePhase   = "UDPSTP_ENGINE_PHASE"
 	envClientThreads = "UDPSTP_CLIENT_THREADS"
 )
 
@@ -118,6 +123,16 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 			log.Warn("ignoring "+envEngineGroup+": want a duration up to 1ms, or 0 for none", "value", v)
 		} else {
 			o.Group = d
+		}
+	}
+	if v := getenv(envEnginePhase); v != "" {
+		switch k, err := strconv.Atoi(v); {
+		case err != nil || k < 0:
+			log.Warn("ignoring "+envEnginePhase+": want a number of Test Connections per phase, or 0 for one phase", "value", v)
+		case k == 0:
+			o.PhaseConns = -1
+		default:
+			o.PhaseConns = k
 		}
 	}
 	return o
