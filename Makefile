@@ -18,14 +18,22 @@ TESTREPORT = $(GO) run ./internal/testreport
 # skips them unless UDPSTP_LAB=1: those named TestLab*, and the impairment
 # lab's.
 LABRUN    ?= ^(TestLab|TestImpairLab|TestRelayBaseline)
+# The lab's CI subset (make lab-ci): one case of each kind the lab checks
+# (capacity under tbf both ways, loss, delay, several connections, each
+# impairment, a step, both directions at once, the fixed rows, the relay and
+# tbf themselves), sized to what CI's 15 minutes leave after make test and
+# make release-check. The rest, and the comparisons with OB-UDPST, are
+# make lab's, by hand.
+LABCITESTS := TestLab|TestImpairLab|TestLabBidirectional|TestLabLoopbackRates|TestRelayBaseline|TestLabTBFRateIsMet
+LABCICASES := tbf-200M-down|tbf-200M-up|loss-1pct-down|delay-100M-down|multi-C4-200M-up|burst-loss-down|reorder-up|dup-down|cap-50M-rtt20-down|step-200-to-50-down|tbf-200M-down-50M-up|down-fixed-50|up-dual-phase|up-fixed-100|gso1|gso16
 
 # The go test | testreport pipelines fail when go test does, not only when
 # testreport does. Only theirs: with pipefail everywhere, a `... | grep -q`
 # fails whenever grep's early exit gives its writer SIGPIPE.
-unit race lab: SHELL := /bin/bash
-unit race lab: .SHELLFLAGS := -o pipefail -c
+unit race lab lab-ci: SHELL := /bin/bash
+unit race lab lab-ci: .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet fmtcheck lint unit race lab skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
+.PHONY: all build test vet fmtcheck lint unit race lab lab-ci skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
 
 all: build
 
@@ -71,6 +79,10 @@ race:
 # case is allowed one retry, inside the test.
 lab:
 	UDPSTP_LAB=1 $(GO) test -count=1 -p 1 -timeout 30m -run '$(LABRUN)' -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/lab.json
+
+# lab-ci: the subset above, as make lab runs it (CI runs it after make test).
+lab-ci:
+	UDPSTP_LAB=1 $(GO) test -count=1 -p 1 -timeout 10m -run '^($(LABCITESTS))$$/^($(LABCICASES))$$' -json ./cmd/udpstp ./internal/netlab | $(TESTREPORT) -save $(REPORTDIR)/lab.json
 
 # skipreport: the skipped tests per package of every run saved so far
 # (unit, race, lab), and the rule above applied to all of them.
