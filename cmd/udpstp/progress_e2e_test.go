@@ -190,7 +190,12 @@ func TestProgressScreen(t *testing.T) {
 	}
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
-	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	srv := spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
+	defer func() {
+		if t.Failed() {
+			t.Logf("the server's log:\n%s", srv.log())
+		}
+	}()
 	sock := fmt.Sprintf("udpstp-test-%d", os.Getpid())
 	tm := func(args ...string) (string, error) {
 		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
