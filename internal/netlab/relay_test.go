@@ -387,3 +387,37 @@ func TestCut(t *testing.T) {
 		t.Error("nothing crossed the mended path")
 	}
 }
+
+// TestCutFor: a timed cut drops everything while it lasts and mends
+// itself when its time is over, with nothing but the kernel's clock.
+func TestCutFor(t *testing.T) {
+	l := New(t, Config{Relay: true})
+	srv := listen(t, l, l.ServerNS, l.ServerAddr)
+	cli := listen(t, l, l.ClientNS, l.ClientAddr)
+	const d = 1500 * time.Millisecond
+	before := time.Now()
+	if err := l.CutFor(d); err != nil {
+		t.Fatal(err)
+	}
+	installed := time.Now()
+	send(t, cli, "up", addrPort(srv))
+	if _, _, ok := recvFrom(t, srv, 300*time.Millisecond); ok && time.Since(before) < d {
+		t.Error("a datagram crossed the cut while it lasted")
+	}
+	// Past its end (measured from before it was installed, so surely
+	// past), the path carries again without Cut(false).
+	time.Sleep(time.Until(before.Add(d + 100*time.Millisecond)))
+	send(t, cli, "up", addrPort(srv))
+	if _, _, ok := recvFrom(t, srv, 5*time.Second); !ok {
+		t.Errorf("nothing crossed %v after a cut of %v (installed within %v)", time.Since(before).Round(time.Millisecond), d, installed.Sub(before).Round(time.Millisecond))
+	}
+	if n, err := l.CutDropped(); err != nil || n < 1 {
+		t.Errorf("the cut counted %d drops (%v), want at least 1", n, err)
+	}
+	if err := l.Cut(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CutFor(0); err == nil {
+		t.Error("CutFor(0) was taken")
+	}
+}

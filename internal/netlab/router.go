@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The router's nftables tables (family inet: IPv4 and IPv6 alike).
@@ -120,6 +121,26 @@ func (l *Lab) FirewallRefused() (int64, error) {
 // relay's delay line when the path is cut still leaves it, into the cut.
 // CutDropped counts the forwarded packets dropped, not the router's own.
 func (l *Lab) Cut(on bool) error {
+	return l.cut0(on, 0)
+}
+
+// CutFor cuts the path as Cut(true) does for exactly d: the kernel mends it
+// by itself when d is over (an nftables set element that times out), so
+// the outage is d however late this process, or the nft that installs it,
+// runs on a busy machine (two nft runs around a sleep made a 2 s cut last
+// over 4 under load, past the 3 s watchdog). Call Cut(false) afterwards to
+// remove the table; CutDropped still counts until then.
+func (l *Lab) CutFor(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("netlab: CutFor(%v): want a positive duration", d)
+	}
+	return l.cut0(true, d)
+}
+
+// cut0 installs the cut (on; for d, or until mended when d is 0) or
+// removes it. Every packet carries mark 0 here, so the set's one element
+// matches them all while it lives.
+func (l *Lab) cut0(on bool, d time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -130,18 +151,28 @@ func (l *Lab) Cut(on bool) error {
 	}
 	script := fmt.Sprintf("table inet %[1]s\ndelete table inet %[1]s\n", cutTable)
 	if on {
-		script += fmt.Sprintf(`table inet %s {
-	counter %s { }
+		elem, flags := "0x0", ""
+		if d > 0 {
+			elem = fmt.Sprintf("0x0 timeout %dms", max(d.Milliseconds(), 1))
+			flags = "flags timeout"
+		}
+		script += fmt.Sprintf(`table inet %[1]s {
+	counter %[2]s { }
+	set on {
+		type mark
+		%[3]s
+		elements = { %[4]s }
+	}
 	chain forward {
 		type filter hook forward priority -300; policy accept;
-		counter name %s drop
+		meta mark @on counter name %[2]s drop
 	}
 	chain output {
 		type filter hook output priority -300; policy accept;
-		drop
+		meta mark @on drop
 	}
 }
-`, cutTable, cutCounter, cutCounter)
+`, cutTable, cutCounter, flags, elem)
 	}
 	_, err := run([]byte(script), l.tools.ip, "netns", "exec", l.RouterNS, l.tools.nft, "-f", "-")
 	if err == nil {
