@@ -30,6 +30,7 @@
 // options), pool_linux.go (its Engine Threads and their turns),
 // pool_epoll_linux.go (their epoll registrations, readiness and wait),
 // holdoff.go (the receive hold-off's arithmetic, tested on every platform),
+// gridphase.go (the phases of a thread's grid),
 // pool_other.go (the pool off Linux: one Engine Thread per Test
 // Connection), heap.go (the deadline heap), cpus*.go (how many CPUs the
 // process may use), progress.go (the Engine Threads' heartbeat for the
