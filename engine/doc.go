@@ -20,7 +20,9 @@
 // Files are split by concern, with the platform code behind the narrow API
 // of the shared files: socket.go (API, options), socket_counters.go (the
 // socket counters and their table), addr.go (IPv4-mapped addresses), gso.go
-// (the pure GSO grouping arithmetic), filler.go (datagram filler),
+// (the pure GSO grouping arithmetic), gro.go (the pure arithmetic of
+// cutting a UDP GRO message back into datagrams, and the remainder a batch
+// could not take), filler.go (datagram filler),
 // batch_linux.go (sendmmsg/recvmmsg), socket_linux.go (open, control-phase
 // I/O, socket options), errors_linux.go (errno classes), socket_other.go
 // (net.UDPConn fallback) and sockopt_*.go (its socket options per
