@@ -317,7 +317,10 @@ func (s *Socket) datagramIovecs(b *dataphase.SendBuffer, i, iov int) int {
 	return iov
 }
 
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) error {
+// recvBatch is RecvBatch for the executors: clk is the turn's clock (nil:
+// read the clock pair afresh), gro the executor's GRO scratch (nil: the
+// socket's own, made at its first GRO read).
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gro *groScratch) error {
 	b.N = 0
 	n := min(limit, dataphase.MaxRecv)
 	if n <= 0 {
@@ -328,6 +331,9 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) er
 	defer x.mu.RUnlock()
 	if x.fd < 0 {
 		return net.ErrClosed
+	}
+	if s.gro {
+		return s.recvGRO(b, n, clk, gro)
 	}
 	if x.rbatch != b {
 		x.rbatch, x.rready = b, 0
@@ -396,14 +402,15 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) er
 	return nil
 }
 
-// parseRecvCmsgs walks a received control buffer in place and fills d's
-// receive time and TOS.
-func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) {
+// parseRecvCmsgs walks a received control buffer in place, fills d's
+// receive time and TOS, and returns the UDP GRO segment size (0: none, the
+// message is one datagram).
+func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) (seg int) {
 	for len(ctl) >= cmsgHdrLen {
 		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
 		l := int(c.Len)
 		if l < cmsgHdrLen || l > len(ctl) {
-			return
+			return seg
 		}
 		data := ctl[cmsgHdrLen:l]
 		switch {
@@ -418,11 +425,15 @@ func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) {
 		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
 			// A native-endian int (quic-go 21e5646e5).
 			d.TOS, d.HasTOS = uint8(*(*int32)(unsafe.Pointer(&data[0]))), true
+		case c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO && len(data) >= 4:
+			// A native-endian int, the skb's gso_size (udp_cmsg_recv).
+			seg = int(*(*int32)(unsafe.Pointer(&data[0])))
 		}
 		sp := unix.CmsgSpace(l - cmsgHdrLen)
 		if sp >= len(ctl) {
-			return
+			return seg
 		}
 		ctl = ctl[sp:]
 	}
+	return seg
 }

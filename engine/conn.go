@@ -76,6 +76,7 @@ type Conn struct {
 	// with the Conn.
 	send     dataphase.SendBuffer
 	recv     dataphase.RecvBatch
+	gro      groScratch // made at the first read of a GRO socket
 	fds      [1]waitFD
 	clk      turnClock
 	progress *Progress
@@ -203,7 +204,7 @@ func (c *Conn) turn() (again bool) {
 		// One batch is the turn's whole read budget (maxReadsPerTurn ==
 		// dataphase.MaxRecv): a full one means more may be waiting.
 		c.readable = false
-		if err := c.sock.recvBatch(&c.recv, maxReadsPerTurn, &c.clk); err != nil {
+		if err := c.sock.recvBatch(&c.recv, maxReadsPerTurn, &c.clk, &c.gro); err != nil {
 			c.fail(c.log, err)
 			return false
 		}

@@ -6,8 +6,9 @@
 //     system calls: sendmmsg with UDP GSO where it is safe, header-only
 //     recvmmsg (MSG_TRUNC) with kernel receive timestamps and TOS, all
 //     through arrays preallocated per Socket, so the per-datagram path
-//     allocates nothing. Elsewhere the same API runs on net.UDPConn, one
-//     datagram per call.
+//     allocates nothing; optionally UDP GRO reads, whose large message
+//     buffers belong to the executor. Elsewhere the same API runs on
+//     net.UDPConn, one datagram per call.
 //   - Conn: the per-Test-Connection executor. One goroutine locked to its OS
 //     thread runs a sans-IO Core in turns (clock pair, commands, sends, reads,
 //     events, wait) and sleeps in ppoll until the core's next deadline.
@@ -20,19 +21,22 @@
 // Files are split by concern, with the platform code behind the narrow API
 // of the shared files: socket.go (API, options), socket_counters.go (the
 // socket counters and their table), addr.go (IPv4-mapped addresses), gso.go
-// (the pure GSO grouping arithmetic), filler.go (datagram filler),
-// batch_linux.go (sendmmsg/recvmmsg), socket_linux.go (open, control-phase
-// I/O, socket options), errors_linux.go (errno classes), socket_other.go
-// (net.UDPConn fallback) and sockopt_*.go (its socket options per
-// platform), wait*.go (the wait, the Waker, timer slack), ending.go (a
-// core's events and end, shared by both executors), conn.go and thread.go
-// (the per-Test-Connection executor), pool.go (the pool's API and
+// (the pure GSO grouping arithmetic), gro.go (the pure arithmetic of cutting
+// a UDP GRO message back into datagrams, and the remainder a batch could not
+// take), gro_linux.go (the UDP GRO option and reads), filler.go (datagram
+// filler), batch_linux.go (sendmmsg/recvmmsg), socket_linux.go (open,
+// control-phase I/O, socket options), errors_linux.go (errno classes),
+// socket_other.go (net.UDPConn fallback) and sockopt_*.go (its socket
+// options per platform), wait*.go (the wait, the Waker, timer slack),
+// ending.go (a core's events and end, shared by both executors), conn.go and
+// thread.go (the per-Test-Connection executor), pool.go (the pool's API and
 // options), pool_linux.go (its Engine Threads and their turns),
 // pool_epoll_linux.go (their epoll registrations, readiness and wait),
 // holdoff.go (the receive hold-off's arithmetic, tested on every platform),
-// pool_other.go (the pool off Linux: one Engine Thread per Test
-// Connection), heap.go (the deadline heap), cpus*.go (how many CPUs the
-// process may use), progress.go (the Engine Threads' heartbeat for the
-// watchdog), fdsocket_*.go (sockets passed by systemd), pktinfo_*.go (the
-// address a control datagram was sent to, on a wildcard socket).
+// gridphase.go (the phases of a thread's grid), pool_other.go (the pool off
+// Linux: one Engine Thread per Test Connection), heap.go (the deadline
+// heap), cpus*.go (how many CPUs the process may use), progress.go (the
+// Engine Threads' heartbeat for the watchdog), fdsocket_*.go (sockets passed
+// by systemd), pktinfo_*.go (the address a control datagram was sent to, on
+// a wildcard socket).
 package engine

@@ -251,6 +251,7 @@ type poolThread struct {
 	events   [maxEpollEvents]unix.EpollEvent
 	send     dataphase.SendBuffer
 	recv     dataphase.RecvBatch
+	gro      groScratch // made at the first read of a GRO socket, shared by all
 	clk      turnClock
 	progress *Progress
 	collect  bool // collect readiness in the next turn
@@ -428,7 +429,7 @@ func (t *poolThread) serve(c *PoolConn, now clock.Pair, sends bool) {
 }
 
 func (t *poolThread) readConn(c *PoolConn) {
-	if err := c.sock.recvBatch(&t.recv, maxReadsPerTurn, &t.clk); err != nil {
+	if err := c.sock.recvBatch(&t.recv, maxReadsPerTurn, &t.clk, &t.gro); err != nil {
 		c.fail(t.log, err)
 		return
 	}

@@ -29,6 +29,16 @@ type SocketOptions struct {
 	// on some paths (OpenWrt PPPoE on 6.6.47 and later sends GSO messages
 	// without error yet throughput collapses), where only a switch helps.
 	NoGSO bool
+	// GRO asks for UDP GRO on receive (UDP_GRO, Linux 5.0+; experimental,
+	// off by default): the kernel may then hand over many datagrams of
+	// the flow as one message, which the receive path cuts up again
+	// (gro.go). A GSO message over loopback or a veth arrives whole, and
+	// a NIC's GRO merges up to 64 datagrams. It costs a copy of every
+	// payload into the executor's 64 KiB message buffers where the plain
+	// path copies 208 bytes a datagram. A kernel that refuses the option
+	// leaves the socket reading as without it (Stats, GROEnabled). Off
+	// Linux it does nothing.
+	GRO bool
 }
 
 // ErrNotConnected is returned by the connected-socket operations before
@@ -51,6 +61,7 @@ type Socket struct {
 	peer    netip.AddrPort // connected peer, unmapped; invalid before Connect
 	granted [2]int         // SO_SNDBUF, SO_RCVBUF read back
 	gso     atomic.Bool
+	gro     bool // UDP GRO is on, fixed at open
 	closed  atomic.Bool
 	stats   [NumSocketCounters]atomic.Uint64
 
@@ -88,9 +99,13 @@ func (s *Socket) Granted() (snd, rcv int) { return s.granted[0], s.granted[1] }
 // succeeded, NoGSO was not set, and the kernel has not refused a GSO send.
 func (s *Socket) GSOEnabled() bool { return s.gso.Load() }
 
+// GROEnabled reports whether RecvBatch reads with UDP GRO: SocketOptions
+// asked for it and the kernel took the option.
+func (s *Socket) GROEnabled() bool { return s.gro }
+
 // Stats returns a snapshot of the socket's counters.
 func (s *Socket) Stats() SocketStats {
-	st := SocketStats{GSO: s.gso.Load()}
+	st := SocketStats{GSO: s.gso.Load(), GRO: s.gro}
 	for i := range s.stats {
 		st.Counts[i] = s.stats[i].Load()
 	}
@@ -163,7 +178,9 @@ func (s *Socket) SendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 // and its real length, its kernel receive time converted to the Test Time
 // Base (b.Pair.Mono where the platform gives none) and its TOS when
 // EnableRecvTOS was called. b.Pair is read right after the read returns
-// datagrams. It allocates nothing.
+// datagrams. It allocates nothing, but on a GRO socket its first read
+// makes the message buffers an executor shares among its sockets, here
+// the socket's own (256 KiB).
 func (s *Socket) RecvBatch(b *dataphase.RecvBatch, max int) error {
-	return s.recvBatch(b, max, nil)
+	return s.recvBatch(b, max, nil, nil)
 }

@@ -49,6 +49,7 @@ const (
 	// queue entries drained (IP_RECVERR).
 	CountSocketErrors
 	CountGSORefusals // GSO messages the kernel refused (the first one turns GSO off for good)
+	CountGROMessages // UDP GRO messages read, each of several datagrams (counted in CountRecvDatagrams)
 
 	NumSocketCounters // the number of SocketCounters, not one
 )
@@ -71,6 +72,7 @@ var socketCounterInfo = [NumSocketCounters]dataphase.CounterInfo{
 	CountPreConnect:       {Name: "pre_connect_dropped", Help: "Datagrams from anyone waiting on the socket when it was connected, discarded"},
 	CountSocketErrors:     {Name: "socket_errors", Help: "Pending socket errors cleared after POLLERR or before a retry, and error queue entries"},
 	CountGSORefusals:      {Name: "gso_refusals", Help: "UDP GSO messages the kernel refused"},
+	CountGROMessages:      {Name: "gro_messages", Help: "UDP GRO messages read, each of several datagrams"},
 }
 
 // Info returns the counter's name and help text.
@@ -100,10 +102,11 @@ func (n *SocketCounts) PathErrors() uint64 {
 	return t
 }
 
-// SocketStats are a Socket's counters and whether it uses UDP GSO.
+// SocketStats are a Socket's counters and whether it uses UDP GSO and GRO.
 type SocketStats struct {
 	Counts SocketCounts
 	GSO    bool // GSO is in use: the probe succeeded, NoGSO was not set, no send was refused
+	GRO    bool // GRO is in use: SocketOptions.GRO was set and the kernel took UDP_GRO
 }
 
 // noPathError is what pathClassOf returns for an errno that is no path

@@ -70,6 +70,12 @@ type sysSocket struct {
 	rctl   [dataphase.MaxRecv][rctlWords]uint64
 	rbatch *dataphase.RecvBatch // the batch the iovecs point into
 	rready int                  // messages set up for rbatch
+
+	// UDP GRO reads (gro_linux.go): what a batch could not take of the
+	// messages read, and the message buffers of a RecvBatch called
+	// outside an executor (an executor brings its own).
+	rest   groRest
+	ownGRO groScratch
 }
 
 const (
@@ -148,7 +154,7 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	} else {
 		s.laddr = p.addr
 	}
-	if err := s.adopt(fd, o.NoGSO); err != nil {
+	if err := s.adopt(fd, o); err != nil {
 		return fail("eventfd for", err)
 	}
 	return nil
@@ -156,19 +162,20 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 
 // adopt finishes a Socket on fd, an open and bound UDP socket with receive
 // timestamps on, for OpenUDP and SocketFromFD alike: the buffer sizes
-// granted, the GSO probe (unless noGSO), the close signal and the random
-// filler. It fails only if the close signal's eventfd cannot be made; the
-// caller then closes fd.
-func (s *Socket) adopt(fd int, noGSO bool) error {
+// granted, the GSO probe (unless o.NoGSO), UDP GRO (if o.GRO), the close
+// signal and the random filler. It fails only if the close signal's
+// eventfd cannot be made; the caller then closes fd.
+func (s *Socket) adopt(fd int, o SocketOptions) error {
 	x := &s.sys
 	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 	// getsockopt(UDP_SEGMENT) succeeds on kernels that know UDP GSO
 	// (4.18+). It says nothing of the egress device: EIO at send time
 	// does, and turns GSO off.
-	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil && !noGSO {
+	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil && !o.NoGSO {
 		s.gso.Store(true)
 	}
+	s.enableGRO(fd, o)
 	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return os.NewSyscallError("eventfd", err)

@@ -227,7 +227,10 @@ func (s *Socket) countSent(n int) {
 	}
 }
 
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock) error {
+// groScratch is empty here: there is no UDP GRO off Linux.
+type groScratch struct{}
+
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, _ *groScratch) error {
 	x := &s.sys
 	b.N = 0
 	limit = min(limit, dataphase.MaxRecv)

@@ -35,12 +35,17 @@ import (
 //   - UDPSTP_CLIENT_THREADS=n: the client's pool starts at most n Engine
 //     Threads; 0 runs each Test Connection on a locked thread of its own
 //     (the client's executor before the pool).
+//   - UDPSTP_ENGINE_GRO=1: the Data Phase sockets of the server and the
+//     client read with UDP GRO (engine.SocketOptions.GRO), where the
+//     kernel has it; 0 or unset, without (the default, until measurements
+//     say GRO pays).
 const (
 	envEngineThreads = "UDPSTP_ENGINE_THREADS"
 	envEngineHoldOff = "UDPSTP_ENGINE_HOLDOFF"
 	envEngineGroup   = "UDPSTP_ENGINE_GROUP"
 	envEnginePhase   = "UDPSTP_ENGINE_PHASE"
 	envClientThreads = "UDPSTP_CLIENT_THREADS"
+	envEngineGRO     = "UDPSTP_ENGINE_GRO"
 )
 
 // engineNet gives the Control Phase the engine's sockets and executors: on
@@ -48,6 +53,7 @@ const (
 // Connection on every other platform (pool nil).
 type engineNet struct {
 	noGSO bool
+	gro   bool // UDPSTP_ENGINE_GRO: data sockets read with UDP GRO
 	// showErrors (-e): each Data Phase's socket errors and overruns are
 	// logged, as totals when it ends (never per event: a saturated path
 	// would log thousands a second).
@@ -60,7 +66,7 @@ type engineNet struct {
 
 // newServerNet returns the executor the server runs its Data Phases on.
 func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet {
-	n := &engineNet{noGSO: lo.NoGSO, showErrors: showErrors, log: log}
+	n := &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if engine.PoolSupported {
 		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
 	}
@@ -75,7 +81,7 @@ func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet
 // UDPSTP_CLIENT_THREADS=n bounds it to n threads, 0 selects one Engine
 // Thread per Test Connection. close releases the pool.
 func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engineNet, close func()) {
-	n = &engineNet{noGSO: lo.NoGSO, showErrors: showErrors, log: log}
+	n = &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if !engine.PoolSupported {
 		return n, func() {}
 	}
@@ -138,19 +144,43 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 	return o
 }
 
+// groOption reads UDPSTP_ENGINE_GRO; a value that does not parse is
+// reported and ignored.
+func groOption(getenv func(string) string, log *slog.Logger) bool {
+	v := getenv(envEngineGRO)
+	if v == "" {
+		return false
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		log.Warn("ignoring "+envEngineGRO+": want 1 to read with UDP GRO, or 0", "value", v)
+		return false
+	}
+	return on
+}
+
 // describe says how Data Phases run, for the server's start-up log line:
 // the executor, how many Engine Threads it may start and why, and its
 // settings.
 func (n *engineNet) describe() string {
-	if n.pool == nil {
-		return "one Engine Thread per Test Connection"
+	d := "one Engine Thread per Test Connection"
+	if n.pool != nil {
+		d = n.pool.Describe()
 	}
-	return n.pool.Describe()
+	if n.gro {
+		d += ", UDP GRO on receive (experimental)"
+	}
+	return d
 }
 
 func (n *engineNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := engine.OpenUDP(laddr, engine.SocketOptions{
 		Family: o.Family, V6Only: o.V6Only, SockBuf: o.SockBuf, NoGSO: n.noGSO,
+		// The Data Phase sockets, a server's test sockets and a client's
+		// socket, are the ones bound to an ephemeral port; a server's
+		// control socket (its fixed port) reads with RecvFrom, which
+		// would take a merged message for one datagram.
+		GRO: n.gro && laddr.Port() == 0,
 	})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -221,7 +251,7 @@ func (n *engineNet) logSocketErrors(s *engine.Socket, dp statsDataPhase) {
 	for k := engine.CountConnRefused; k <= engine.CountGSORefusals; k++ {
 		args = append(args, k.String(), c[k])
 	}
-	n.log.Warn("socket errors", append(args, "gso", st.GSO)...)
+	n.log.Warn("socket errors", append(args, "gso", st.GSO, "gro", st.GRO)...)
 }
 
 func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent func(dataphase.Event)) statsDataPhase {
