@@ -17,21 +17,25 @@ import (
 // Connection a phase: the first DefaultPhaseConns share phase 0, and each
 // further DefaultPhaseConns open another phase, the new one joining the
 // least used. Each phase costs up to one wake-up per period (20-50 µs of
-// CPU on a VM), so a thread opens one only when its phases are full.
+// CPU on a VM), so a thread opens one only when its phases are full, and
+// at most maxPhases: near saturation (200 Test Connections on one CPU)
+// each further wake-up a millisecond cost delivered share (98.6 % with 5
+// phases, 99.5 % with one, docs/performance.md).
 
 // DefaultPhaseConns is how many Test Connections of a thread share a phase
-// of the grid (PoolOptions.PhaseConns 0): the sends of 40 take about
-// 60 µs, the send lag p99 measured at 40 in one phase (64 µs).
-const DefaultPhaseConns = 40
+// of the grid (PoolOptions.PhaseConns 0). Measured side by side at 40, 80
+// and 120 Test Connections (docs/performance.md): 30 kept the send lag p99
+// at 66-79 µs for 0-5 % more CPU than 40 (93-123 µs); 20 cost 8-10 %.
+const DefaultPhaseConns = 30
 
 // maxPhases bounds a thread's phases; beyond maxPhases·PhaseConns Test
 // Connections on one thread, each joins the least used.
-const maxPhases = 8
+const maxPhases = 4
 
-// phaseStep spaces the phases: phase k sits at bitrev3(k) steps, so that
-// the phases in use, 0 to k, are spread over 1 ms (0, 550, 275, 825 µs,
-// ...) for the 1 ms transmitters and stay distinct modulo 100 µs (0, 50,
-// 75, 25 µs, ...) for the 100 µs ones: a step is an eighth of each.
+// phaseStep spaces the phases: phase k sits at bitrev2(k) steps, so that
+// the phases in use, 0 to k, are spread over 1 ms (0, 550, 275, 825 µs)
+// for the 1 ms transmitters and stay distinct modulo 100 µs (0, 50, 75,
+// 25 µs) for the 100 µs ones: a step is a quarter of each.
 const phaseStep = clock.Time(time.Millisecond/maxPhases + 100*time.Microsecond/maxPhases)
 
 // gridPhaser is a core whose grid can be moved (dataphase.Conn).
@@ -72,5 +76,5 @@ func (g *gridPhases) give(k int) {
 
 // phaseOf is where on the grid phase k sits.
 func phaseOf(k int) clock.Time {
-	return clock.Time(bits.Reverse8(uint8(k))>>5) * phaseStep
+	return clock.Time(bits.Reverse8(uint8(k))>>6) * phaseStep
 }
