@@ -360,27 +360,11 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gr
 			got = int(r)
 			break
 		}
-		switch e {
-		case unix.EINTR:
+		again, err := s.recvErrno(e, &refused)
+		if again {
 			continue
-		case unix.EAGAIN:
-			return nil
 		}
-		if k := pathClassOf(e); k != noPathError {
-			// A pending ICMP error, reported and cleared by this read;
-			// what is queued behind it is still to be read. A second
-			// one in a row waits for the next turn.
-			s.countPath(k)
-			if e == unix.EMSGSIZE {
-				s.refreshMTU()
-			}
-			if !refused {
-				refused = true
-				continue
-			}
-			return nil
-		}
-		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvmmsg", e))
+		return err
 	}
 	if got <= 0 {
 		return nil
@@ -400,6 +384,34 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gr
 	s.stats[CountRecvCalls].Add(1)
 	s.stats[CountRecvDatagrams].Add(uint64(got))
 	return nil
+}
+
+// recvErrno judges a failed recvmmsg: again when the read should be tried
+// at once (EINTR, or a first pending ICMP error: reported and cleared by
+// this read, what is queued behind it still to be read; it is counted
+// here); neither again nor an error when the turn's reading is over
+// (EAGAIN, or a second ICMP error in a row, which waits for the next
+// turn); else the socket's error. refused carries the ICMP error seen
+// across one read's attempts.
+func (s *Socket) recvErrno(e unix.Errno, refused *bool) (again bool, err error) {
+	switch e {
+	case unix.EINTR:
+		return true, nil
+	case unix.EAGAIN:
+		return false, nil
+	}
+	if k := pathClassOf(e); k != noPathError {
+		s.countPath(k)
+		if e == unix.EMSGSIZE {
+			s.refreshMTU()
+		}
+		if !*refused {
+			*refused = true
+			return true, nil
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvmmsg", e))
 }
 
 // parseRecvCmsgs walks a received control buffer in place, fills d's

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-	"os"
 	"unsafe"
 
 	"github.com/udpstp/udpstp/dataphase"
@@ -108,29 +106,14 @@ func (s *Socket) recvGRO(b *dataphase.RecvBatch, limit int, clk *turnClock, g *g
 		k := groReadCount(limit - b.N)
 		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(x.fd), uintptr(unsafe.Pointer(&m.msgs[0])), uintptr(k), recvFlags, 0, 0)
 		if e != 0 {
-			switch e {
-			case unix.EINTR:
+			again, err := s.recvErrno(e, &refused)
+			if again {
 				continue
-			case unix.EAGAIN:
-				return nil
 			}
-			if pk := pathClassOf(e); pk != noPathError {
-				// As on the plain path: reported and cleared by this
-				// read; a second one in a row waits for the next turn.
-				s.countPath(pk)
-				if e == unix.EMSGSIZE {
-					s.refreshMTU()
-				}
-				if !refused {
-					refused = true
-					continue
-				}
-				return nil
-			}
-			if b.N > 0 {
+			if err != nil && b.N > 0 {
 				return nil // the datagrams first; the next read meets the error again
 			}
-			return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvmmsg", e))
+			return err
 		}
 		got := int(r)
 		if got <= 0 {
