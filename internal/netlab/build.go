@@ -1,12 +1,14 @@
 package netlab
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"strconv"
+	"time"
 )
 
 // build does the work of Build, step by step; Build closes the lab when a
@@ -260,6 +262,41 @@ func (l *Lab) linksUp() error {
 	for _, e := range l.linkEnds() {
 		if _, err := run(nil, l.tools.ip, "-n", e.ns, "link", "set", "dev", e.dev, "up"); err != nil {
 			return err
+		}
+	}
+	return l.waitOperUp()
+}
+
+// operUpWait bounds the wait for the links' operational state.
+const operUpWait = 10 * time.Second
+
+// waitOperUp waits until every link end is operationally up. `ip link set
+// up` returns before the kernel's link watch has activated the device's
+// queueing discipline; until it has, what the link is given is dropped
+// (noop). That is the likely reason why, on a loaded machine, two of three
+// labs built at once lost all 3 datagrams of their first exchange
+// (TestParallelLabsDoNotCollide).
+func (l *Lab) waitOperUp() error {
+	deadline := time.Now().Add(operUpWait)
+	for _, e := range l.linkEnds() {
+		for {
+			out, err := run(nil, l.tools.ip, "-n", e.ns, "-j", "link", "show", "dev", e.dev)
+			if err != nil {
+				return err
+			}
+			var links []struct {
+				OperState string `json:"operstate"`
+			}
+			if err := json.Unmarshal(out, &links); err != nil {
+				return fmt.Errorf("netlab: parsing ip -j link show %s: %w", e.dev, err)
+			}
+			if len(links) == 1 && links[0].OperState == "UP" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("netlab: %s in %s not up after %v: %s", e.dev, e.ns, operUpWait, out)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return nil
