@@ -233,16 +233,33 @@ func TestProgressScreen(t *testing.T) {
 		t.Error("the progress line was never on the screen")
 	}
 	report, exit, _ := strings.Cut(final, "udpstp-exit=")
-	if !strings.HasPrefix(exit, "0") {
+	lines := strings.Split(strings.TrimRight(report, "\n"), "\n")
+	// A loaded machine may stall both ends for a second (in a loaded run
+	// of make test, the client and the server each warned that traffic had
+	// stopped, at 20 Mbit/s on loopback): OB-UDPST's warning lines, and
+	// its warning exit status, are then part of the report. What is judged
+	// is that the screen holds the report alone.
+	report13, warned := lines[:0:0], false
+	for _, l := range lines {
+		if trafficWarning.MatchString(l) {
+			warned = true
+			continue
+		}
+		report13 = append(report13, l)
+	}
+	if !strings.HasPrefix(exit, "0") && !warned {
 		t.Errorf("exit status %.3s", exit)
 	}
-	lines := strings.Split(strings.TrimRight(report, "\n"), "\n")
-	if len(lines) != 13 {
-		t.Errorf("%d lines on the final screen:\n%s", len(lines), report)
+	if len(report13) != 13 {
+		t.Errorf("%d lines on the final screen besides warnings:\n%s", len(report13), report)
 	}
-	for _, l := range lines {
+	for _, l := range report13 {
 		if !obudpstLine.MatchString(l) {
 			t.Errorf("on the final screen, not OB-UDPST's text: %q", l)
 		}
 	}
 }
+
+// trafficWarning is OB-UDPST's warning that a direction's traffic stopped
+// for a second, at either end.
+var trafficWarning = regexp.MustCompile(`^(LOCAL|REMOTE) WARNING: Incoming traffic has completely stopped \[Server [^]]+\]$`)
