@@ -86,7 +86,7 @@ type Conn struct {
 	events        []Event
 	done          bool
 	statusScratch StatusPDU
-	phase         clock.Time // the grid's phase (SetGridPhase)
+	phase         clock.Time // the grid's phase (SetGridPhase), for Bursts and Status PDUs
 }
 
 // statusGrid is the grid of the Status PDUs' due times.
@@ -857,7 +857,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		RTTVarSample: s.RTTVarSample, Datagrams: s.TiRxDatagrams, CE: s.TiRxCECount,
 	}
 	if !c.p.Server && !stop {
-		c.snd.setRow(s.Rate, pair.Mono)
+		c.snd.setRow(s.Rate, pair.Mono, c.phase)
 	}
 	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
 		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
@@ -889,7 +889,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		}
 		if !c.stopping && !c.amp.on {
 			c.rc.Adjust(fb, s.SubIntSeqNo)
-			c.snd.setRow(c.row(c.rc.Index()), pair.Mono)
+			c.snd.setRow(c.row(c.rc.Index()), pair.Mono, c.phase)
 		}
 	}
 	c.trialEvent(fb, s, false)

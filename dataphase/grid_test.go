@@ -54,7 +54,7 @@ func TestBurstsShareTheGrid(t *testing.T) {
 			}
 			now = s.nextDue()
 		}
-		s.setRow(table[1], now+ms/3) // 1 ms only: a Burst already due stays due
+		s.setRow(table[1], now+ms/3, 0) // 1 ms only: a Burst already due stays due
 		if d := s.nextDue(); d%ms != 0 || d > now+ms/3+ms {
 			t.Errorf("after a new row at %d, the next Burst at %d: not on the 1 ms grid within a period", now+ms/3, d)
 		}
@@ -102,7 +102,7 @@ func TestGridPhase(t *testing.T) {
 		if s.skippedBursts == 0 {
 			t.Error("the stall skipped no Burst")
 		}
-		s.setRow(table[1], now+ms/3)
+		s.setRow(table[1], now+ms/3, phase)
 		if d := s.nextDue(); !onPhase(d, ms) || d > now+ms/3+ms {
 			t.Errorf("after a new row, the next Burst at %d: not on the moved grid within a period", d)
 		}

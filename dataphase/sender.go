@@ -31,7 +31,7 @@ import (
 // activation; ours is that draw rounded up to the grid.
 
 // An Engine Thread serving many Test Connections moves some of their grids
-// by a phase (SetGridPhase; the engine's gridslots.go chooses it): the
+// by a phase (SetGridPhase; the engine's gridphase.go chooses it): the
 // Bursts of one instant would otherwise all wait in one turn, the last of
 // N for the N-1 sends before it (166 µs of send lag p99 at 120 Test
 // Connections on one thread). Those of one phase still share their
@@ -96,7 +96,6 @@ type sender struct {
 	// The plan last written into the SendBuffer, and its unsent tail.
 	plan     [MaxPlan]pendingDgram
 	planN    int
-	phase    clock.Time // the grid's phase (SetGridPhase)
 	deferred [MaxPlan]pendingDgram
 	deferN   int
 
@@ -134,15 +133,15 @@ func (s *sender) init(row SendingRate, start clock.Time, budget clock.Time, seed
 	for t := range s.tx {
 		if s.interval(t) > 0 {
 			off := s.rng.between(int64(StartOffsetMin), int64(StartOffsetMax))
-			s.tx[t] = transmitter{armed: true, due: onGridAt(start+clock.Time(off), s.interval(t), s.phase)}
+			s.tx[t] = transmitter{armed: true, due: onGrid(start+clock.Time(off), s.interval(t))}
 		}
 	}
 }
 
 // setPhase moves the grid by phase: each armed transmitter's next Burst to
-// the first point of its moved grid at or after its due time.
+// the first point of its moved grid at or after its due time. The phase
+// itself is the Conn's (Conn.phase), passed again to setRow.
 func (s *sender) setPhase(phase clock.Time) {
-	s.phase = phase
 	for t := range s.tx {
 		if s.tx[t].armed {
 			s.tx[t].due = onGridAt(s.tx[t].due, s.interval(t), phase)
@@ -164,14 +163,14 @@ func (s *sender) interval(t int) clock.Time {
 // stops is disarmed.
 // (OB-UDPST waits for the next expiry of either transmitter; with row 0's
 // 50 ms timer that delays the first real rate by up to 50 ms.)
-func (s *sender) setRow(r SendingRate, now clock.Time) {
+func (s *sender) setRow(r SendingRate, now, phase clock.Time) {
 	if r == s.row {
 		return
 	}
 	s.row = r
 	for t := range s.tx {
 		iv := s.interval(t)
-		next := onGridAt(now+1, iv, s.phase)
+		next := onGridAt(now+1, iv, phase)
 		switch {
 		case iv == 0:
 			s.tx[t].armed = false
