@@ -86,16 +86,12 @@ func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engine
 		return n, func() {}
 	}
 	o := poolOptions(os.Getenv, log)
-	if v := os.Getenv(envClientThreads); v != "" {
-		k, err := strconv.Atoi(v)
-		switch {
-		case err != nil || k < 0:
-			log.Warn("ignoring "+envClientThreads+": want a number of Engine Threads, or 0 for one per Test Connection", "value", v)
-		case k == 0:
+	if k, ok := envSetting(os.Getenv, log, envClientThreads,
+		"a number of Engine Threads, or 0 for one per Test Connection", intAtLeast(0)); ok {
+		if k == 0 {
 			return n, func() {}
-		default:
-			o.Threads = k
 		}
+		o.Threads = k
 	}
 	n.pool = engine.NewPool(o)
 	return n, n.pool.Close
@@ -105,40 +101,26 @@ func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engine
 // is reported and ignored.
 func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOptions {
 	o := engine.PoolOptions{Log: log}
-	if v := getenv(envEngineThreads); v != "" {
-		if k, err := strconv.Atoi(v); err == nil && k > 0 {
-			o.Threads = k
-		} else {
-			log.Warn("ignoring "+envEngineThreads+": want a positive number of Engine Threads", "value", v)
+	if k, ok := envSetting(getenv, log, envEngineThreads,
+		"a positive number of Engine Threads", intAtLeast(1)); ok {
+		o.Threads = k
+	}
+	if d, ok := envSetting(getenv, log, envEngineHoldOff,
+		"a duration such as 100us, or 0 for none", durationUpTo(0)); ok {
+		o.HoldOff = d
+		if d == 0 {
+			o.HoldOff = -1 // engine.PoolOptions: 0 is the default, negative none
 		}
 	}
-	if v := getenv(envEngineHoldOff); v != "" {
-		d, err := time.ParseDuration(v) // "0" needs no unit
-		switch {
-		case err != nil || d < 0:
-			log.Warn("ignoring "+envEngineHoldOff+": want a duration such as 100us, or 0 for none", "value", v)
-		case d == 0:
-			o.HoldOff = -1
-		default:
-			o.HoldOff = d
-		}
+	if d, ok := envSetting(getenv, log, envEngineGroup,
+		"a duration up to 1ms, or 0 for none", durationUpTo(time.Millisecond)); ok {
+		o.Group = d
 	}
-	if v := getenv(envEngineGroup); v != "" {
-		d, err := time.ParseDuration(v) // "0" needs no unit
-		if err != nil || d < 0 || d > time.Millisecond {
-			log.Warn("ignoring "+envEngineGroup+": want a duration up to 1ms, or 0 for none", "value", v)
-		} else {
-			o.Group = d
-		}
-	}
-	if v := getenv(envEnginePhase); v != "" {
-		switch k, err := strconv.Atoi(v); {
-		case err != nil || k < 0:
-			log.Warn("ignoring "+envEnginePhase+": want a number of Test Connections per phase, or 0 for one phase", "value", v)
-		case k == 0:
-			o.PhaseConns = -1
-		default:
-			o.PhaseConns = k
+	if k, ok := envSetting(getenv, log, envEnginePhase,
+		"a number of Test Connections per phase, or 0 for one phase", intAtLeast(0)); ok {
+		o.PhaseConns = k
+		if k == 0 {
+			o.PhaseConns = -1 // engine.PoolOptions: 0 is the default, negative one phase
 		}
 	}
 	return o
@@ -147,16 +129,43 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 // groOption reads UDPSTP_ENGINE_GRO; a value that does not parse is
 // reported and ignored.
 func groOption(getenv func(string) string, log *slog.Logger) bool {
-	v := getenv(envEngineGRO)
-	if v == "" {
-		return false
-	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		log.Warn("ignoring "+envEngineGRO+": want 1 to read with UDP GRO, or 0", "value", v)
-		return false
-	}
+	on, _ := envSetting(getenv, log, envEngineGRO, "1 to read with UDP GRO, or 0", func(v string) (bool, bool) {
+		on, err := strconv.ParseBool(v)
+		return on, err == nil
+	})
 	return on
+}
+
+// envSetting reads the setting name: ok is false when it is unset, or when
+// parse refuses its value, which is then logged once with want (what would
+// be taken) and ignored. These settings are read once, as a server or a
+// client starts.
+func envSetting[T any](getenv func(string) string, log *slog.Logger, name, want string, parse func(string) (T, bool)) (v T, ok bool) {
+	s := getenv(name)
+	if s == "" {
+		return v, false
+	}
+	if v, ok = parse(s); !ok {
+		log.Warn("ignoring "+name+": want "+want, "value", s)
+	}
+	return v, ok
+}
+
+// intAtLeast parses a decimal number no less than lo.
+func intAtLeast(lo int) func(string) (int, bool) {
+	return func(s string) (int, bool) {
+		k, err := strconv.Atoi(s)
+		return k, err == nil && k >= lo
+	}
+}
+
+// durationUpTo parses a Go duration, "0" without a unit, from 0 up to hi;
+// hi 0 means without an upper bound.
+func durationUpTo(hi time.Duration) func(string) (time.Duration, bool) {
+	return func(s string) (time.Duration, bool) {
+		d, err := time.ParseDuration(s)
+		return d, err == nil && d >= 0 && (hi == 0 || d <= hi)
+	}
 }
 
 // describe says how Data Phases run, for the server's start-up log line:
