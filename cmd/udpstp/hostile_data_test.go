@@ -232,7 +232,12 @@ func icmpErrorsCase(t *testing.T, b hostileBin, up bool) {
 		sender, receiver, dir = receiver, sender, "-u"
 	}
 	c := startHostileClient(t, l, b.path, 6, dir, "-I", "100")
-	time.Sleep(1500 * time.Millisecond)
+	// A second into the Data Phase, past its first rows: on a busy machine
+	// the Data Phase may begin well after the client starts.
+	if waitLog(srv, "test started", await.Deadline) == "" {
+		t.Fatalf("no test started:\n%s", srv.log())
+	}
+	time.Sleep(time.Second)
 	// Chained quotas: each rule rejects Load PDUs until it has seen about
 	// two, then lets the next one take over. The router's ICMP rate limit
 	// (a burst of 6 per destination, then 1/s) decides how many ICMP
