@@ -54,6 +54,12 @@ type ServerConfig struct {
 	OneTest        bool // -1: exit after the first Test Connection ends
 	MaxConnections int  // Test Connections at once (OB-UDPST: 254)
 
+	Reporting
+}
+
+// Reporting is what either role is told about what it reports and
+// exports: the same options with the same meaning on both sides.
+type Reporting struct {
 	Verbose    bool // -v
 	Debug      bool // -D
 	ShowErrors bool // -e
@@ -128,20 +134,7 @@ type ClientConfig struct {
 	Format     string // "" (text), "json", "jsonb", "jsonf"
 	OutputFile string // --output: JSON written atomically
 	TextFile   string // --textfile: the result for node_exporter (*.prom), written atomically
-	Verbose    bool
-	Debug      bool
-	ShowErrors bool
-	NoSubInt   bool // -s
-	LossRatio  bool // -r
-	// -O [+]file: the Load Receiver's per-datagram export (downstream),
-	// a file name with OB-UDPST's #-conversions and strftime's; ExportAll
-	// is the '+'.
-	ExportFile string
-	ExportAll  bool
-	// -E intf and -M: the local interface whose rate the results show,
-	// and whether it picks the maximum.
-	Interface    string
-	InterfaceMax bool
+	Reporting
 }
 
 // DefaultClientConfig returns OB-UDPST's client defaults.

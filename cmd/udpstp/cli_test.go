@@ -506,7 +506,7 @@ func TestClientUXErrors(t *testing.T) {
 func TestProgressChoice(t *testing.T) {
 	text := &control.ClientConfig{}
 	js := &control.ClientConfig{Format: "json"}
-	quiet := &control.ClientConfig{NoSubInt: true}
+	quiet := &control.ClientConfig{Reporting: control.Reporting{NoSubInt: true}}
 	for _, c := range []struct {
 		cfg  *control.ClientConfig
 		lo   localOptions
