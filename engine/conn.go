@@ -9,25 +9,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// Core is a Test Connection's Data Phase logic (dataphase.Conn implements it).
-type Core interface {
-	// Poll writes the Send Plan due at now into b (b.N datagrams) and reports whether there is one.
-	Poll(now clock.Pair, b *dataphase.SendBuffer) bool
-	// Sent reports how many datagrams of the last plan the kernel accepted (the only backpressure channel).
-	Sent(n int)
-	// Receive delivers a batch read from the socket.
-	Receive(b *dataphase.RecvBatch)
-	// Deadline is when the core next needs a turn (clock.Never: only on receive).
-	Deadline() clock.Time
-	// Stop asks the core to end (local stop); it ends on a later turn and reports EvEnd.
-	Stop()
-	// Fail ends the core at once after an unrecoverable socket error.
-	Fail(err error)
-	// Done reports that the core has ended; its last event was EvEnd.
-	Done() bool
-	// Events returns and clears the events produced since the last call.
-	Events() []dataphase.Event
-}
+// Core is a Test Connection's Data Phase logic as an executor drives it.
+type Core = dataphase.Core
 
 const (
 	// sendBudget bounds a turn's sends, so a core that keeps finding

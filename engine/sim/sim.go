@@ -14,17 +14,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// Core is what the simulator drives; dataphase.Conn implements it (the same
-// contract as the real executors').
-type Core interface {
-	Poll(now clock.Pair, b *dataphase.SendBuffer) bool
-	Sent(n int)
-	Receive(b *dataphase.RecvBatch)
-	Deadline() clock.Time
-	Stop()
-	Done() bool
-	Events() []dataphase.Event
-}
+// Core is what the simulator drives: the executors' contract.
+type Core = dataphase.Core
 
 // Link is one direction of the simulated path.
 type Link struct {
