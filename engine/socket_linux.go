@@ -505,50 +505,52 @@ func (s *Socket) leaveNetpoller() {
 }
 
 func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
 	// On an AF_INET6 socket, IPv4 packets to a mapped peer take their TOS
 	// from the IPv4 socket state that IP_TOS sets (udpv6_setsockopt passes
 	// SOL_IP options to ip_setsockopt); IPV6_TCLASS only marks IPv6
 	// packets. TestTOSDualStack checks this.
-	level, opt, name := unix.IPPROTO_IP, unix.IP_TOS, "IP_TOS"
-	if !ipv4Peer {
-		if !s.v6 {
-			return fmt.Errorf("IPV6_TCLASS on IPv4 socket %v", s.laddr)
-		}
-		level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, "IPV6_TCLASS"
-	}
-	if err := unix.SetsockoptInt(x.fd, level, opt, int(tos)); err != nil {
-		return fmt.Errorf("%s %#x on %v: %w", name, tos, s.laddr, os.NewSyscallError("setsockopt", err))
+	if err := s.setTOSOption(ipv4Peer, unix.IP_TOS, unix.IPV6_TCLASS, int(tos)); err != nil {
+		return fmt.Errorf("%s %#x on %v: %w", tosOptionName(ipv4Peer, "IP_TOS", "IPV6_TCLASS"), tos, s.laddr, err)
 	}
 	return nil
 }
 
 func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
+	// IPv4 packets reach an AF_INET6 socket's receive path through
+	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
+	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
+	if err := s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, unix.IPV6_RECVTCLASS, 1); err != nil {
+		return fmt.Errorf("%s on %v: %w", tosOptionName(ipv4Peer, "IP_RECVTOS", "IPV6_RECVTCLASS"), s.laddr, err)
+	}
+	return nil
+}
+
+// setTOSOption sets the traffic class option for packets to an IPv4 peer
+// (ipv4Peer: the IP-level option v4) or to an IPv6 peer (the IPv6-level
+// option v6, which an IPv4 socket does not have) to v.
+func (s *Socket) setTOSOption(ipv4Peer bool, v4, v6, v int) error {
 	x := &s.sys
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.fd < 0 {
 		return net.ErrClosed
 	}
-	// IPv4 packets reach an AF_INET6 socket's receive path through
-	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
-	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
-	level, opt, name := unix.IPPROTO_IP, unix.IP_RECVTOS, "IP_RECVTOS"
+	level, opt := unix.IPPROTO_IP, v4
 	if !ipv4Peer {
 		if !s.v6 {
-			return fmt.Errorf("IPV6_RECVTCLASS on IPv4 socket %v", s.laddr)
+			return errors.New("an IPv4 socket has no IPv6 traffic class")
 		}
-		level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS"
+		level, opt = unix.IPPROTO_IPV6, v6
 	}
-	if err := unix.SetsockoptInt(x.fd, level, opt, 1); err != nil {
-		return fmt.Errorf("%s on %v: %w", name, s.laddr, os.NewSyscallError("setsockopt", err))
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(x.fd, level, opt, v))
+}
+
+// tosOptionName is the name of the option setTOSOption sets, for errors.
+func tosOptionName(ipv4Peer bool, v4, v6 string) string {
+	if ipv4Peer {
+		return v4
 	}
-	return nil
+	return v6
 }
 
 // clearError clears what keeps POLLERR raised, after a wait reported it,
