@@ -108,10 +108,7 @@ func (p *ActivationPDU) Decode(b []byte, legacy bool) error {
 	if legacy {
 		want = ActivationLegacyLen
 	}
-	if len(b) != want {
-		return &dataphase.PDUError{PDU: "Test Activation PDU", Field: "length", Reason: lenReason(len(b), want)}
-	}
-	if err := checkHeader(b, "Test Activation PDU", ActivationPDUID); err != nil {
+	if err := checkPDU(b, "Test Activation PDU", ActivationPDUID, want); err != nil {
 		return err
 	}
 	if c := b[4]; c != ActivationUpstream && c != ActivationDownstream {

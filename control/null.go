@@ -1,10 +1,6 @@
 package control
 
-import (
-	"encoding/binary"
-
-	"github.com/udpstp/udpstp/dataphase"
-)
+import "encoding/binary"
 
 // Null PDU (0xDEAD, 48 bytes, protocol 20 only; wire.md 1.4, 2.2). The server
 // sends it once from the new test socket to the Setup Request's source right
@@ -41,10 +37,7 @@ func (p *NullPDU) Encode(b []byte) []byte {
 // Decode parses a Null PDU. Clients drop anything starting with 0xDEAD
 // without looking further, so this is for tests and the curious.
 func (p *NullPDU) Decode(b []byte) error {
-	if len(b) != NullLen {
-		return &dataphase.PDUError{PDU: "Null PDU", Field: "length", Reason: lenReason(len(b), NullLen)}
-	}
-	if err := checkHeader(b, "Null PDU", NullPDUID); err != nil {
+	if err := checkPDU(b, "Null PDU", NullPDUID, NullLen); err != nil {
 		return err
 	}
 	p.ProtocolVer = binary.BigEndian.Uint16(b[2:])

@@ -103,10 +103,7 @@ func (p *SetupPDU) Encode(b []byte) []byte {
 // that verifies. Version, bitmap and auth are Admission's business, because
 // each of those gets a response code rather than silence.
 func (p *SetupPDU) Decode(b []byte) error {
-	if len(b) != SetupLen {
-		return &dataphase.PDUError{PDU: "Setup PDU", Field: "length", Reason: lenReason(len(b), SetupLen)}
-	}
-	if err := checkHeader(b, "Setup PDU", SetupPDUID); err != nil {
+	if err := checkPDU(b, "Setup PDU", SetupPDUID, SetupLen); err != nil {
 		return err
 	}
 	if c := b[8]; c != SetupCmdRequest && c != SetupCmdResponse {
@@ -126,9 +123,13 @@ func (p *SetupPDU) Decode(b []byte) error {
 	return nil
 }
 
-// checkHeader checks a control PDU's identifier and its optional checksum,
-// which always covers the whole PDU and sits in its last two bytes.
-func checkHeader(b []byte, pdu string, id uint16) error {
+// checkPDU checks a control PDU's length (exactly length bytes), its
+// identifier and its optional checksum, which always covers the whole PDU
+// and sits in its last two bytes.
+func checkPDU(b []byte, pdu string, id uint16, length int) error {
+	if len(b) != length {
+		return &dataphase.PDUError{PDU: pdu, Field: "length", Reason: fmt.Sprintf("got %d bytes, want %d", len(b), length)}
+	}
 	if binary.BigEndian.Uint16(b) != id {
 		return &dataphase.PDUError{PDU: pdu, Field: "pduId", Reason: "unexpected identifier"}
 	}
@@ -144,8 +145,4 @@ func SealControlChecksum(b []byte) {
 	n := len(b)
 	binary.BigEndian.PutUint16(b[n-2:], 0)
 	binary.BigEndian.PutUint16(b[n-2:], dataphase.Checksum(b))
-}
-
-func lenReason(got, want int) string {
-	return fmt.Sprintf("got %d bytes, want %d", got, want)
 }
