@@ -509,48 +509,37 @@ func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
 	// from the IPv4 socket state that IP_TOS sets (udpv6_setsockopt passes
 	// SOL_IP options to ip_setsockopt); IPV6_TCLASS only marks IPv6
 	// packets. TestTOSDualStack checks this.
-	if err := s.setTOSOption(ipv4Peer, unix.IP_TOS, unix.IPV6_TCLASS, int(tos)); err != nil {
-		return fmt.Errorf("%s %#x on %v: %w", tosOptionName(ipv4Peer, "IP_TOS", "IPV6_TCLASS"), tos, s.laddr, err)
-	}
-	return nil
+	return s.setTOSOption(ipv4Peer, unix.IP_TOS, "IP_TOS", unix.IPV6_TCLASS, "IPV6_TCLASS", int(tos))
 }
 
 func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 	// IPv4 packets reach an AF_INET6 socket's receive path through
 	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
 	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
-	if err := s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, unix.IPV6_RECVTCLASS, 1); err != nil {
-		return fmt.Errorf("%s on %v: %w", tosOptionName(ipv4Peer, "IP_RECVTOS", "IPV6_RECVTCLASS"), s.laddr, err)
-	}
-	return nil
+	return s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, "IP_RECVTOS", unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS", 1)
 }
 
-// setTOSOption sets the traffic class option for packets to an IPv4 peer
-// (ipv4Peer: the IP-level option v4) or to an IPv6 peer (the IPv6-level
-// option v6, which an IPv4 socket does not have) to v.
-func (s *Socket) setTOSOption(ipv4Peer bool, v4, v6, v int) error {
+// setTOSOption sets a traffic class option to v: for packets to an IPv4
+// peer (ipv4Peer) the IP-level option v4, else the IPv6-level option v6,
+// which an IPv4 socket does not have. Errors name the option chosen.
+func (s *Socket) setTOSOption(ipv4Peer bool, v4 int, name4 string, v6 int, name6 string, v int) error {
 	x := &s.sys
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.fd < 0 {
 		return net.ErrClosed
 	}
-	level, opt := unix.IPPROTO_IP, v4
+	level, opt, name := unix.IPPROTO_IP, v4, name4
 	if !ipv4Peer {
 		if !s.v6 {
-			return errors.New("an IPv4 socket has no IPv6 traffic class")
+			return fmt.Errorf("%s on IPv4 socket %v", name6, s.laddr)
 		}
-		level, opt = unix.IPPROTO_IPV6, v6
+		level, opt, name = unix.IPPROTO_IPV6, v6, name6
 	}
-	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(x.fd, level, opt, v))
-}
-
-// tosOptionName is the name of the option setTOSOption sets, for errors.
-func tosOptionName(ipv4Peer bool, v4, v6 string) string {
-	if ipv4Peer {
-		return v4
+	if err := unix.SetsockoptInt(x.fd, level, opt, v); err != nil {
+		return fmt.Errorf("%s %#x on %v: %w", name, v, s.laddr, os.NewSyscallError("setsockopt", err))
 	}
-	return v6
+	return nil
 }
 
 // clearError clears what keeps POLLERR raised, after a wait reported it,
