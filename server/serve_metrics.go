@@ -1,4 +1,4 @@
-package main
+package server
 
 // --metrics-listen: the server's Prometheus endpoint (package metrics).
 // Its sources are the ones -G and STATUS= read: the server's snapshot,
@@ -17,24 +17,6 @@ import (
 	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/metrics"
 )
-
-// metricsListen reads --metrics-listen: host:port with both given (an
-// IPv6 address in brackets); 0.0.0.0 or [::] is every address, which
-// has to be asked for by name.
-func metricsListen(v optionValues) (string, error) {
-	if !v.set("metrics-listen") {
-		return "", nil
-	}
-	a := v.text("metrics-listen")
-	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" {
-		return "", configError("ERROR: '%s' is not an ADDR:PORT for %s (e.g. 192.0.2.1:24602, [2001:db8::1]:24602)", a, opt("metrics-listen"))
-	}
-	if _, err := parseDecimal(opt("metrics-listen").String()+" port", port, 1, maxPort); err != nil {
-		return "", err
-	}
-	return a, nil
-}
 
 // metricsEndpoint is the endpoint's listener until it serves; nil: none.
 type metricsEndpoint struct {

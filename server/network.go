@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -65,7 +65,7 @@ type engineNet struct {
 }
 
 // newServerNet returns the executor the server runs its Data Phases on.
-func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet {
+func newServerNet(lo Config, showErrors bool, log *slog.Logger) *engineNet {
 	n := &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if engine.PoolSupported {
 		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
@@ -73,15 +73,15 @@ func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet
 	return n
 }
 
-// newClientNet returns the executor a client runs its Data Phases on: on
+// NewClientNet returns the executor a client runs its Data Phases on: on
 // Linux a pool of Engine Threads, as the server's (with -C n, one thread
 // serves several Test Connections from one epoll set with the receive
 // hold-off, where a locked thread each, more threads than CPUs, woke per
 // datagram and let the receive buffers overflow: docs/performance.md);
 // UDPSTP_CLIENT_THREADS=n bounds it to n threads, 0 selects one Engine
 // Thread per Test Connection. close releases the pool.
-func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engineNet, close func()) {
-	n = &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
+func NewClientNet(noGSO, showErrors bool, log *slog.Logger) (net control.Network, close func()) {
+	n := &engineNet{noGSO: noGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if !engine.PoolSupported {
 		return n, func() {}
 	}
