@@ -85,7 +85,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	var endReason atomic.Uint32
 	onEvent := func(ev dataphase.Event) {
-		s.countEvent(&ev)
+		s.countEvent(&ev, core.LoadSender())
 		switch ev.Kind {
 		case dataphase.EvEnd:
 			endReason.Store(uint32(ev.End))

@@ -271,8 +271,9 @@ func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent
 		return n.pool.Run(s, core, onEvent)
 	}
 	// At debug level the end of each Data Phase is logged with the Load
-	// Sender's own figures, which no Status PDU carries to the peer: the
-	// capacity check (internal/capacity) reads them there.
+	// Sender's own figures, which no Status PDU carries to the peer, for
+	// a person to read; programs read them from the server's counters
+	// (control.ServerSnapshot.DataDir, the metrics endpoint).
 	var tot dataphase.SubIntervalResult
 	var pcp atomic.Pointer[engine.PoolConn]
 	pc := n.pool.Run(s, core, func(ev dataphase.Event) {
