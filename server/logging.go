@@ -73,6 +73,11 @@ func newServiceLogger(out logOutput, format string, level slog.Leveler) *slog.Lo
 	return slog.New(h)
 }
 
+var (
+	_ slog.Handler   = (*priorityHandler)(nil)
+	_ io.WriteCloser = (*rotatingFile)(nil)
+)
+
 // dropTime removes the record's own time: journald has stamped it.
 func dropTime(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == slog.TimeKey {

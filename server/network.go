@@ -64,6 +64,17 @@ type engineNet struct {
 	bufOnce sync.Once // the first socket's granted buffers are logged at Info
 }
 
+// The engine's sockets and executors are what the Control Phase runs on
+// (engine does not import control: the assertions are made here, where
+// the two meet).
+var (
+	_ control.Network   = (*engineNet)(nil)
+	_ control.Socket    = (*engine.Socket)(nil)
+	_ statsDataPhase    = (*engine.Conn)(nil)
+	_ statsDataPhase    = (*engine.PoolConn)(nil)
+	_ control.DataPhase = (*reportingDataPhase)(nil)
+)
+
 // newServerNet returns the executor the server runs its Data Phases on.
 func newServerNet(lo Config, showErrors bool, log *slog.Logger) *engineNet {
 	n := &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}

@@ -130,6 +130,8 @@ func (t *sockTotals) all() engine.SocketCounts {
 // Senders' sockets (the others sent Status PDUs).
 func (t *sockTotals) loadSent() uint64 { return t.down[engine.CountSentDatagrams] }
 
+var _ control.Network = (*statsNet)(nil)
+
 func newStatsNet(n control.Network) *statsNet {
 	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}
 }

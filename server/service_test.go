@@ -34,6 +34,8 @@ type wedgeCore struct {
 	done, ended      atomic.Bool
 }
 
+var _ dataphase.Core = (*wedgeCore)(nil)
+
 func (c *wedgeCore) Poll(clock.Pair, *dataphase.SendBuffer) bool {
 	c.once.Do(func() {
 		close(c.entered)

@@ -326,6 +326,8 @@ type labNet struct {
 	lab *netlab.Lab
 }
 
+var _ control.Network = (*labNet)(nil)
+
 func (n *labNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	var s *engine.Socket
 	err := n.lab.Do(n.lab.ClientNS, func() error {
