@@ -148,9 +148,10 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	// One line per test, never per datagram: who, which way, the highest
 	// Sub-Interval rate (IP layer, as the receiving end counted it), the
 	// ErrorStatus the test ends with (as -1 exits) and how long it ran.
-	log.Info("test ended", "reason", r.String(), "direction", direction(core),
+	// The reason stays last, where the tests that read it look.
+	log.Info("test ended", "direction", direction(core),
 		"max_mbps_l3", fmt.Sprintf("%.2f", math.Float64frombits(maxMbps.Load())), "error_status", status.Load(),
-		"duration", time.Since(started).Round(time.Millisecond))
+		"duration", time.Since(started).Round(time.Millisecond), "reason", r.String())
 }
 
 // OB-UDPST's ErrorStatus bounds: warnings are 1..49; 255 is an
