@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/metrics"
 	"github.com/udpstp/udpstp/report"
 )
@@ -20,13 +21,27 @@ import (
 // returns the run's status: unchanged, or report.StatusInit for a
 // successful run whose file could not be written (as for OutputFile).
 func writeTextfile(cfg *control.ClientConfig, doc []byte, status int, stderr io.Writer) int {
-	if err := metrics.WriteResultTextfile(cfg.TextFile, doc, resultLabels(cfg)); err != nil {
+	if err := saveTextfile(cfg, doc); err != nil {
 		fmt.Fprintf(stderr, "udpstp: ERROR: cannot write the textfile: %v\n", err)
 		if status == 0 {
 			status = report.StatusInit
 		}
 	}
 	return status
+}
+
+// saveTextfile renders doc for the collector and writes it as a whole (a
+// temporary file renamed over the name), so that it never reads half a
+// file.
+func saveTextfile(cfg *control.ClientConfig, doc []byte) error {
+	if err := metrics.CheckTextfileName(cfg.TextFile); err != nil {
+		return err
+	}
+	b, err := metrics.ResultTextfile(doc, resultLabels(cfg))
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(cfg.TextFile, b, 0o644)
 }
 
 // resultLabels are the textfile's labels: the servers as the command line

@@ -16,8 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-
-	"github.com/udpstp/udpstp/report"
 )
 
 // TextfileExt is the suffix node_exporter's textfile collector reads.
@@ -87,20 +85,6 @@ func ResultTextfile(doc []byte, l ResultLabels) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
-}
-
-// WriteResultTextfile writes doc's textfile to path atomically (a
-// temporary file in the same directory, renamed over path), so the
-// collector never reads half a file.
-func WriteResultTextfile(path string, doc []byte, l ResultLabels) error {
-	if err := CheckTextfileName(path); err != nil {
-		return err
-	}
-	b, err := ResultTextfile(doc, l)
-	if err != nil {
-		return err
-	}
-	return report.WriteFileAtomic(path, b, 0o644)
 }
 
 func resultSource(d *resultDoc, l ResultLabels) Source {
