@@ -153,8 +153,8 @@ func serverKeys(v optionValues, cfg *control.ServerConfig) error {
 }
 
 // readServerKeys builds the server's keys from the -a key and the -K file
-// (either may be empty). Start-up and SIGHUP both read keys through it;
-// a file that does not load is a *keyFileError.
+// (either may be empty) at start-up (SIGHUP reads them through
+// control.KeyReloads); a file that does not load is a *keyFileError.
 func readServerKeys(authKey, keyFile string) (*control.ServerKeys, error) {
 	var file *control.KeyFile
 	if keyFile != "" {
