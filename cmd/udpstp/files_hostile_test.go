@@ -47,9 +47,9 @@ func untouched(t *testing.T, path, content, what string) {
 // planted at the client's --output, --textfile or -O name, or at the -O
 // name of its second Test Connection, ends the run before the test with
 // exit 75 and what is at the name, against a real server; the link's
-// target stays as it was. A FIFO at -O used to hang the client for ever
-// (SIGTERM and SIGINT too): runQuick kills a run after 30 s, which fails
-// the test.
+// target stays as it was. The FIFO cases export every datagram (-O +),
+// more than a pipe holds: a FIFO at -O used to block the client once the
+// pipe was full; runQuick kills a run after 30 s, which fails the test.
 func TestHostileClientFiles(t *testing.T) {
 	processTest(t)
 	port := freePort(t, "127.0.0.1")
@@ -68,8 +68,8 @@ func TestHostileClientFiles(t *testing.T) {
 		{"output link", link, "r.json", []string{"--output", "{}/r.json"}, "is a symbolic link (--output)"},
 		{"textfile link", link, "u.prom", []string{"--textfile", "{}/u.prom"}, "is a symbolic link (--textfile)"},
 		{"export link", link, "x.csv", []string{"-O", "{}/x.csv"}, "is a symbolic link (-O)"},
-		{"export FIFO", fifo, "y.csv", []string{"-O", "{}/y.csv"}, "is a FIFO (-O)"},
-		{"second connection's export FIFO", fifo, "z_1.csv", []string{"-C", "2", "-O", "{}/z_#i.csv"}, "is a FIFO (-O)"},
+		{"export FIFO", fifo, "y.csv", []string{"-O", "+{}/y.csv"}, "is a FIFO (-O)"},
+		{"second connection's export FIFO", fifo, "z_1.csv", []string{"-C", "2", "-O", "+{}/z_#i.csv"}, "is a FIFO (-O)"},
 	} {
 		if err := c.plant(filepath.Join(dir, c.at)); err != nil {
 			t.Fatal(err)
