@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Hostile files (docs/security.md, "Files in a shared directory"): what a

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Key reload (docs/security.md, "Key file reload"): SIGHUP at a key file
