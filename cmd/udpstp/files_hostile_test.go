@@ -214,25 +214,26 @@ func TestHostileStickyDirectory(t *testing.T) {
 	}
 }
 
-// TestHostileModeKept: a result file and an export file that exist with
-// mode 0600 are still 0600 after a real test writes them (the result file
-// used to come back 0644).
+// TestHostileModeKept: a result file, an export file and a textfile that
+// exist with mode 0600 are still 0600 after a real test writes them (the
+// result file and the textfile used to come back 0644).
 func TestHostileModeKept(t *testing.T) {
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
 	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
 	dir := t.TempDir()
-	result, export := filepath.Join(dir, "r.json"), filepath.Join(dir, "x.csv")
-	for _, f := range []string{result, export} {
+	result, export, textfile := filepath.Join(dir, "r.json"), filepath.Join(dir, "x.csv"), filepath.Join(dir, "u.prom")
+	for _, f := range []string{result, export, textfile} {
 		if err := os.WriteFile(f, []byte("old\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r, code, out := ourClient(t, "-d", "-t", "5", "-I", "10", "-p", fmt.Sprint(port), "--output", result, "-O", export, "127.0.0.1")
+	r, code, out := ourClient(t, "-d", "-t", "5", "-I", "10", "-p", fmt.Sprint(port), "--output", result, "-O", export,
+		"--textfile", textfile, "127.0.0.1")
 	if code != 0 {
 		t.Fatalf("exit %d %q\n%s", code, r.ErrorMessage, out)
 	}
-	for _, f := range []string{result, export} {
+	for _, f := range []string{result, export, textfile} {
 		fi, err := os.Stat(f)
 		if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() <= int64(len("old\n")) {
 			t.Errorf("%s: %v, %v; want 0600 and the new content", f, fi.Mode(), err)
