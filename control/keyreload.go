@@ -68,7 +68,7 @@ type KeyReloads struct {
 	Single string       // the -a key, "" for none
 	Path   string       // the -K file
 	Option string       // how log lines name the key file's option
-	Log    *slog.Logger //
+	Log    *slog.Logger // where the outcome is logged
 	failed int          // failed reloads in the episode so far
 }
 
