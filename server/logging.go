@@ -20,6 +20,8 @@ import (
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/udpstp/udpstp/internal/atomicfile"
 )
 
 // logOutput says where the server's log goes.
@@ -211,9 +213,11 @@ func (r *rotatingFile) Close() error {
 	return err
 }
 
-// openLogFile opens the -l log file at path for appending, creating it.
+// openLogFile opens the -l log file at path for appending, creating it;
+// a link, FIFO or another user's file in a sticky directory at the name
+// is refused (atomicfile.Append).
 func openLogFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	return atomicfile.Append(path, 0o640)
 }
 
 // fopenError reports a file named by option (-l, -G) that cannot be

@@ -105,6 +105,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	}
 	warnWeakKeys(log, cfg.Keys)
 
+	reloads := &control.KeyReloads{Single: so.AuthKey, Path: so.KeyFile, Option: opt("key-file").String(), Log: log}
 	nt := newNotifier(log)
 	nt.send("READY=1")
 	child.ready()
@@ -122,7 +123,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 			case <-svc.Done():
 				return
 			case <-hup:
-				reloadKeys(srv, so, nt, log)
+				reloadKeys(srv, reloads, nt, log)
 			}
 		}
 	}()
@@ -191,22 +192,19 @@ func activatedSockets() ([]control.Socket, error) {
 
 // reloadKeys reads the key file again (SIGHUP) and puts its keys in use;
 // running tests keep the keys they started with. A file that does not
-// load leaves the keys in use as they were.
-func reloadKeys(srv *control.Server, so Options, nt *notifier, log *slog.Logger) {
-	if so.KeyFile == "" {
+// load, or looks half-written, leaves the keys in use as they were
+// (control.KeyReloads, which logs once per episode of failures).
+func reloadKeys(srv *control.Server, reloads *control.KeyReloads, nt *notifier, log *slog.Logger) {
+	if reloads.Path == "" {
 		log.Info("SIGHUP: no key file to reload (--key-file/-K not given)")
 		return
 	}
 	nt.reloading()
 	defer nt.reloaded()
-	keys, err := ReadKeys(so.AuthKey, so.KeyFile)
-	if err != nil {
-		log.Error("key file not reloaded; the keys in use stay", "option", opt("key-file").String(), "err", err)
-		return
+	if keys := reloads.Reload(srv.Keys()); keys != nil {
+		srv.SetKeys(keys)
+		warnWeakKeys(log, keys)
 	}
-	srv.SetKeys(keys)
-	log.Info("key file reloaded", "file", so.KeyFile, "keys", keys.File.Len())
-	warnWeakKeys(log, keys)
 }
 
 // warnWeakKeys logs, once per key and never with the key itself, each key

@@ -38,6 +38,7 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -46,22 +47,17 @@ import (
 // interval after start, without the random spread.
 const EnvStatsTiming = "UDPSTP_STATS_TIMING"
 
-// checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit ExitInit), before any socket is opened; then what
-// WriteFileAtomic will need of the name (report.CheckWritable: not a
-// directory, its directory takes a temporary file).
+// checkStatsFile does OB-UDPST's start-up check of -G (a file that cannot
+// be written: exit ExitInit, before any socket is opened) as what
+// atomicfile.Write will need of the name: nothing but a regular file
+// there, and its directory takes a new file. OB-UDPST opens <name>.tmp for
+// it, which follows a link planted at that name; the check here creates
+// its temporary file exclusively, under a random name.
 func checkStatsFile(pattern string, now time.Time) error {
 	if pattern == "" {
 		return nil
 	}
-	name := report.StatsFileName(pattern, now, nil)
-	f, err := os.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fopenError("stats-file", err)
-	}
-	f.Close()
-	os.Remove(name + ".tmp")
-	if err := report.CheckWritable(name); err != nil {
+	if err := atomicfile.Check(report.StatsFileName(pattern, now, nil)); err != nil {
 		return fopenError("stats-file", err)
 	}
 	return nil
@@ -256,7 +252,7 @@ func (c *statsCollector) write(now time.Time) {
 	snap := c.srv.Snapshot()
 	f.Counters = statsCounters(&snap)
 	f.ProcessUptime = int64(now.Sub(c.started) / time.Second)
-	if err := report.WriteFileAtomic(name, f.Render(nil), 0o644); err != nil {
+	if err := atomicfile.Write(name, f.Render(nil), 0o644); err != nil {
 		c.log.Error("cannot write the statistics file", "option", opt("stats-file").String(), "file", name, "err", err)
 	} else {
 		c.log.Debug("statistics file written", "file", name, "records", len(recs))

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 )
 
 // TextfileExt is the suffix node_exporter's textfile collector reads.
@@ -90,7 +90,7 @@ func WriteResultTextfile(path string, doc []byte, l ResultLabels) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteFileAtomic(path, b, 0o644)
+	return atomicfile.Write(path, b, 0o644)
 }
 
 func resultSource(d *resultDoc, l ResultLabels) func(emit func(sample)) {
