@@ -60,10 +60,11 @@ const (
 	// factor).
 	AmpFactor = 3
 	// maxUnvalidated bounds the Load PDUs sent before validation: two from
-	// the initial budget, two more if a Status PDU reporting nothing (the
-	// genuine first one lost) added budget. Each size more is a target
-	// more for a forger's guess (docs/security.md).
-	maxUnvalidated = 4
+	// the initial budget, one more once a Status PDU reporting nothing (the
+	// genuine first one lost) added budget. Each size more helps a
+	// forger's best guess (docs/security.md: 4.7 bits with two, 4.2 with
+	// three, 3.2 with four).
+	maxUnvalidated = 3
 	// preProofMax is the largest pre-proof Load PDU: half of the initial
 	// budget (3 x 104 received - 104 sent), so two fit and each is drawn
 	// from the whole range.
@@ -113,6 +114,7 @@ type ampGuard struct {
 	// smallest size, and the shift of their lpduTime (ms, ns).
 	sizes     [maxUnvalidated]uint16
 	nSizes    int
+	unused    int64 // what they took of the budget less their sizes (sizeCap)
 	lo        uint32
 	shiftMs   int64
 	shiftNs   int64
@@ -150,12 +152,15 @@ func (a *ampGuard) init(p *Params, start clock.Time) {
 // budget is what may still be sent to the peer (negative: nothing).
 func (a *ampGuard) budget() int64 { return AmpFactor*a.in - a.out }
 
-// sizeCap is the largest Load PDU that may go next with pending bytes
+// sizeCap is the largest Load PDU that may go next with pending Load PDUs
 // already planned and not yet sent: preProofMax, and 0 (none) when the
-// budget left does not hold it or maxUnvalidated were sent. A smaller cap
-// would narrow the draw, and the smallest size would be forced.
-func (a *ampGuard) sizeCap(pending int64) uint32 {
-	if a.nSizes >= maxUnvalidated || a.budget()-pending < preProofMax {
+// budget left does not hold it or maxUnvalidated were sent. Each Load PDU
+// takes preProofMax of the budget whatever its size, so how many go out
+// tells nothing of their sizes; a smaller cap would narrow the draw, and
+// the smallest size would be forced.
+func (a *ampGuard) sizeCap(pending int) uint32 {
+	left := a.budget() - a.unused - int64(pending)*preProofMax
+	if a.nSizes >= maxUnvalidated || left < preProofMax {
 		return 0
 	}
 	return preProofMax
@@ -167,6 +172,7 @@ func (a *ampGuard) sentLoad(l uint16) {
 	if a.nSizes < maxUnvalidated {
 		a.sizes[a.nSizes] = l
 		a.nSizes++
+		a.unused += preProofMax - int64(min(l, preProofMax))
 	}
 }
 

@@ -366,7 +366,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 		var ok bool
 		if c.amp.on {
 			pending := c.snd.deferredBytes()
-			c.snd.sizeCap = c.amp.sizeCap(pending)
+			c.snd.sizeCap = c.amp.sizeCap(c.snd.deferN)
 			bu, ok = c.snd.fire(now.Mono, c.stopping)
 			if ok && bu.count() > 0 && !c.ampFits(bu, pending) {
 				c.counts[CountAmpHeld]++

@@ -398,11 +398,15 @@ func TestAmpGuardProves(t *testing.T) {
 	if got := a.sizeCap(0); got != preProofMax {
 		t.Errorf("cap %d with 208 left", got)
 	}
-	if got := a.sizeCap(104); got != preProofMax {
-		t.Errorf("cap %d with 104 left", got)
+	if got := a.sizeCap(1); got != preProofMax {
+		t.Errorf("cap %d with one pending", got)
 	}
-	if got := a.sizeCap(105); got != 0 {
-		t.Errorf("cap %d with 103 left", got)
+	if got := a.sizeCap(2); got != 0 {
+		t.Errorf("cap %d with two pending", got)
+	}
+	a.sentLoad(52) // takes 104 of the budget
+	if got := a.sizeCap(1); got != 0 {
+		t.Errorf("cap %d with one sent and one pending", got)
 	}
 }
 
