@@ -78,6 +78,9 @@ type Conn struct {
 	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
 	refused int
 
+	// A client's plausibility rules (plausible.go).
+	pl plausible
+
 	counts        Counts // since the last event that carried them
 	warnings      int
 	localBleach   bool
@@ -129,6 +132,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	}
 	c.watchdogAt = now.Mono + clock.Time(Watchdog)
 	c.amp.init(&c.p, now.Mono)
+	c.pl.init(&c.p, now.Mono)
 	c.lastRx, c.lastRxSet = now.Mono, true
 	budget := p.CatchUpBudget
 	if budget == 0 {
@@ -254,6 +258,9 @@ func (c *Conn) end(r EndReason) {
 		return
 	}
 	c.done = true
+	if c.pl.unsaid() {
+		c.implausibleWarning()
+	}
 	c.events = append(c.events, Event{Kind: EvEnd, End: r, Counts: c.counts})
 	c.counts = Counts{}
 }
@@ -382,6 +389,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 		c.action = ActionStop2
 	}
 	c.trafficCheck(now.Mono)
+	c.pl.sample(now.Mono)
 	h := LoadHeader{
 		TestAction:   c.action,
 		SpduSeqErr:   c.spduSeqErr,
@@ -485,6 +493,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	n := s.Encode(b.slot(0), c.p.Legacy)
 	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
 	c.statusLen, c.statusWall = n, clock.Join(s.SpduTimeSec, s.SpduTimeNsec)
+	c.pl.statusSent(c.statusWall)
 	b.N, b.RandomFill = 1, false
 	if c.rcv.bleach && !c.localBleach {
 		c.localBleach = true
@@ -627,6 +636,11 @@ func (c *Conn) Sent(n int) {
 		}
 	}
 	if c.loadSender {
+		if c.pl.on {
+			for i := 0; i < min(n, c.snd.planN); i++ {
+				c.pl.sent(c.snd.plan[i].len)
+			}
+		}
 		c.snd.sent(n)
 	}
 }
@@ -719,6 +733,10 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		}
 		c.watchdogAt = d.Time + clock.Time(Watchdog)
 	}
+	if why := c.pl.load(&h, d.Time, c.rcv.last, c.rcv.lastEcho); why != implOK {
+		c.implausible(why)
+		return
+	}
 	c.seen(d.Time, h.RxStopped)
 	if e := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS); e != 0 {
 		c.counts[CountRemoteStatusLoss] += uint64(e)
@@ -809,6 +827,10 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	if !c.p.Server && !s.Rate.Valid() {
 		// A row no table holds would make us send as fast as we can.
 		c.invalid("status", errStatusRate, data, d.Len)
+		return
+	}
+	if why := c.pl.status(s, d.Time, s.SubIntSeqNo > c.lastSubSeq); why != implOK {
+		c.implausible(why)
 		return
 	}
 	stop := s.TestAction != ActionTest
@@ -940,4 +962,31 @@ func (c *Conn) invalid(kind string, err error, data []byte, n int) {
 		}
 	}
 	c.warn(6, fmt.Sprintf("WARNING: Received invalid %s PDU (%d,0x%04X:0x%02X:0x%02X,0x%04X)", kind, n, id, action, flag, ck), true)
+}
+
+// WarnImplausible is the client's warning code for PDUs dropped because
+// their figures cannot be true (ours, as WarnEndedEarly is).
+const WarnImplausible = 10
+
+// implausible drops a PDU whose figures cannot be true (plausible.go):
+// counted, said at most a few times (each line with the count so far),
+// outside the cap on warnings as those lines are few and say how to read
+// the result.
+func (c *Conn) implausible(why uint8) {
+	c.counts[CountImplausible]++
+	c.pl.why = why
+	if c.pl.discard() {
+		c.implausibleWarning()
+	}
+}
+
+func (c *Conn) implausibleWarning() {
+	kind := "Status"
+	if !c.loadSender {
+		kind = "Load"
+	}
+	c.pl.lastSaid = c.pl.discarded
+	c.events = append(c.events, Event{Kind: EvWarning, Code: WarnImplausible,
+		Text: fmt.Sprintf("WARNING: %d %s PDUs dropped so far as forged: their figures cannot be true (the last: %s)",
+			c.pl.discarded, kind, implausibleText[c.pl.why])})
 }

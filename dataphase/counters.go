@@ -62,6 +62,9 @@ const (
 	// because they reported Load PDUs that were never sent.
 	CountAmpHeld
 	CountStatusUnproven
+	// A client's Status or Load PDUs dropped because their figures
+	// cannot be true (plausible.go).
+	CountImplausible
 
 	NumCounters // the number of Counters, not a Counter
 )
@@ -102,6 +105,7 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountPeerRefused:           {"peer_refused", "ICMP port unreachable errors for what this end sent to the peer"},
 	CountAmpHeld:               {"amplification_held", "Load or Status PDUs held back before the peer showed it receives, the budget being spent"},
 	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for reporting Load PDUs that were never sent"},
+	CountImplausible:           {"implausible_dropped", "Status or Load PDUs a client dropped because their figures cannot be true (forged)"},
 }
 
 // CheckCounterInfo reports the first entry of a counter table whose name
