@@ -829,7 +829,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.invalid("status", errStatusRate, data, d.Len)
 		return
 	}
-	if why := c.pl.status(s, d.Time, s.SubIntSeqNo > c.lastSubSeq); why != implOK {
+	if why := c.pl.status(s, d.Time, s.SubIntSeqNo > c.lastSubSeq, c.snd.nextSeq-1); why != implOK {
 		c.implausible(why)
 		return
 	}

@@ -179,9 +179,11 @@ func (p *plausible) minSubUs() int64 {
 // loss missing) and bytes received in a span of us microseconds ending at
 // now against what was sent from us + plausibleQueue before now: at most
 // that many distinct datagrams, at most one duplicate per distinct one,
-// at most their bytes and the duplicates' at the largest size sent.
-func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint32, bytes uint64) uint8 {
-	if uint64(dup)+uint64(ooo) > uint64(rx) || uint64(loss) > p.dgrams+MaxPlan {
+// at most their bytes and the duplicates' at the largest size sent; no
+// more missing than the used sequence numbers (with -n, those the kernel
+// refused are used too).
+func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint32, bytes uint64, used uint32) uint8 {
+	if uint64(dup)+uint64(ooo) > uint64(rx) || loss > used+MaxPlan {
 		return implCounts
 	}
 	from := now - clock.Time(time.Duration(us)*time.Microsecond+plausibleQueue)
@@ -197,15 +199,16 @@ func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint3
 }
 
 // status checks a Status PDU that arrived at now. newSub: it carries a
-// Sub-Interval this end has not taken.
-func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool) uint8 {
+// Sub-Interval this end has not taken; used is how many Load PDU sequence
+// numbers this end used.
+func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool, used uint32) uint8 {
 	if !p.on {
 		return implOK
 	}
 	if uint64(s.SeqNo) > p.ahead(now, p.trialUs) {
 		return implStatusSeq
 	}
-	if r := p.spanFits(now, s.TiDeltaTime, s.TiRxDatagrams, s.SeqErrDup, s.SeqErrOoo, s.SeqErrLoss, uint64(s.TiRxBytes)); r != implOK {
+	if r := p.spanFits(now, s.TiDeltaTime, s.TiRxDatagrams, s.SeqErrDup, s.SeqErrOoo, s.SeqErrLoss, uint64(s.TiRxBytes), used); r != implOK {
 		return r
 	}
 	if s.DelayVarCnt > s.TiRxDatagrams {
@@ -214,7 +217,9 @@ func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool) uint8 {
 	if !newSub {
 		return implOK
 	}
-	if uint64(s.SubIntSeqNo) > p.ahead(now, p.minSubUs()) {
+	// A Sub-Interval closes on a Status PDU, at most one per Trial
+	// Interval even where period - trial/2 is shorter.
+	if uint64(s.SubIntSeqNo) > p.ahead(now, max(p.minSubUs(), p.trialUs)) {
 		return implSubSeq
 	}
 	st := &s.SubInt
@@ -227,7 +232,7 @@ func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool) uint8 {
 	case st.DelayVarCnt > st.RxDatagrams:
 		return implCounts
 	}
-	return p.spanFits(now, st.DeltaTime, st.RxDatagrams, st.SeqErrDup, st.SeqErrOoo, st.SeqErrLoss, st.RxBytes)
+	return p.spanFits(now, st.DeltaTime, st.RxDatagrams, st.SeqErrDup, st.SeqErrOoo, st.SeqErrLoss, st.RxBytes, used)
 }
 
 // statusSent records the send time (wall ns) of a Status PDU of ours.

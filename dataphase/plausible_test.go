@@ -70,7 +70,7 @@ func TestPlausibleStatus(t *testing.T) {
 		{"accumulated time beyond the test", func(s *StatusPDU) { s.SubInt.AccumTime = 60_000 }, true, implSubDuration},
 		{"more out-of-order than received", func(s *StatusPDU) { s.SubInt.SeqErrOoo = 501 }, true, implCounts},
 		{"more delay samples than received", func(s *StatusPDU) { s.SubInt.DelayVarCnt = 501 }, true, implCounts},
-		{"loss beyond every number sent", func(s *StatusPDU) { s.SubInt.SeqErrLoss = 1 << 30 }, true, implCounts},
+		{"loss beyond every number used", func(s *StatusPDU) { s.SubInt.SeqErrLoss = 1 << 30 }, true, implCounts},
 		{"more received than sent", func(s *StatusPDU) {
 			s.SubInt.RxDatagrams, s.SubInt.RxBytes = rate*3+300, (rate*3+300)*1222
 		}, true, implSent},
@@ -92,7 +92,7 @@ func TestPlausibleStatus(t *testing.T) {
 		p := plSender(3*time.Second, rate)
 		s := genuineStatus()
 		tc.edit(&s)
-		if got := p.status(&s, now, tc.newSub); got != tc.want {
+		if got := p.status(&s, now, tc.newSub, uint32(p.dgrams)); got != tc.want {
 			t.Errorf("%s: rule %d (%s), want %d (%s)", tc.name, got, implausibleText[got], tc.want, implausibleText[tc.want])
 		}
 	}
@@ -101,7 +101,7 @@ func TestPlausibleStatus(t *testing.T) {
 	p.on = false
 	s := genuineStatus()
 	s.SubInt.RxBytes = 1 << 60
-	if got := p.status(&s, now, true); got != implOK {
+	if got := p.status(&s, now, true, uint32(p.dgrams)); got != implOK {
 		t.Errorf("server: rule %d", got)
 	}
 }
@@ -253,5 +253,32 @@ func TestPlausibleForgedStatusConn(t *testing.T) {
 	}
 	if k := r.counts(); k[CountImplausible] != 1 || warnings != 1 {
 		t.Errorf("%d dropped, %d warnings: want 1 and 1", k[CountImplausible], warnings)
+	}
+}
+
+// TestPlausibleShortPeriod: with a Trial Interval longer than the period
+// (250 ms, 100 ms), a Sub-Interval closes on every Status PDU, so their
+// numbers are bounded by the Status PDUs'; loss may reach every sequence
+// number used, sent or not (-n).
+func TestPlausibleShortPeriod(t *testing.T) {
+	p := &plausible{}
+	p.init(&Params{TrialInt: 250 * time.Millisecond, SubIntPeriod: 100 * time.Millisecond}, plStart)
+	for i := range 3000 {
+		p.sample(plAt(time.Duration(i) * time.Millisecond))
+		p.sent(1222)
+	}
+	now := plAt(3 * time.Second)
+	s := StatusPDU{SeqNo: 12, SubIntSeqNo: 14, TiDeltaTime: 250_000,
+		SubInt: SubIntervalStats{RxDatagrams: 250, RxBytes: 250 * 1222, DeltaTime: 250_000, SeqErrLoss: 5000}}
+	if got := p.status(&s, now, true, 9000); got != implOK {
+		t.Errorf("Sub-Interval 14 at 3 s, loss of 5000 of 9000 numbers used: rule %d (%s)", got, implausibleText[got])
+	}
+	s.SubIntSeqNo = 15
+	if got := p.status(&s, now, true, 9000); got != implSubSeq {
+		t.Errorf("Sub-Interval 15 at 3 s: rule %d, want %d", got, implSubSeq)
+	}
+	s.SubIntSeqNo = 14
+	if got := p.status(&s, now, true, 3000); got != implCounts {
+		t.Errorf("a loss of 5000 of 3000 numbers used: rule %d, want %d", got, implCounts)
 	}
 }
