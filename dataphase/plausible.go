@@ -98,14 +98,14 @@ type plausible struct {
 	// the ring of samples.
 	dgrams, bytes uint64
 	maxLen        uint64
-	ring          [sentRingLen]sentSample
-	ringN         int // samples written (the ring holds the last sentRingLen)
+	ring          []sentSample // sentRingLen, a client's only (a server runs thousands of Conns)
+	ringN         int          // samples written (the ring holds the last sentRingLen)
 	nextSample    clock.Time
 
 	// Load Receiver: when the sequence number last advanced, and our
 	// Status PDUs' send times (wall ns).
 	advanceAt clock.Time
-	echo      [echoRingLen]int64
+	echo      []int64 // echoRingLen, a client's only
 	echoN     int
 
 	discarded uint64
@@ -122,12 +122,15 @@ func (p *plausible) init(par *Params, start clock.Time) {
 		trialUs:  int64(par.TrialInt / time.Microsecond),
 	}
 	p.advanceAt = start
+	if p.on {
+		p.ring, p.echo = make([]sentSample, sentRingLen), make([]int64, echoRingLen)
+	}
 }
 
 // sample records the sent totals at now (before the plan of now is sent)
 // every sentSampleEvery.
 func (p *plausible) sample(now clock.Time) {
-	if now < p.nextSample {
+	if !p.on || now < p.nextSample {
 		return
 	}
 	p.ring[p.ringN%sentRingLen] = sentSample{at: now, dgrams: p.dgrams, bytes: p.bytes}
@@ -237,6 +240,9 @@ func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool, used uint3
 
 // statusSent records the send time (wall ns) of a Status PDU of ours.
 func (p *plausible) statusSent(wall int64) {
+	if !p.on {
+		return
+	}
 	p.echo[p.echoN%echoRingLen] = wall
 	p.echoN++
 }
