@@ -85,24 +85,32 @@ func forgedStatusToClientCase(t *testing.T, b hostileBin) {
 	}
 }
 
-// TestHostileForgedLoadToClient: during a 6 s downstream test at row 5,
-// the attacker sends the client, from the server's address and test port,
-// Load PDUs numbered 2^30: taken, each is a loss of a billion datagrams and
-// makes every real one after it a late arrival. The client's JSON must show
-// all 6 Sub-Intervals with the path's real loss (none here; under a
-// thousand is the bound) and say how many it dropped.
+// TestHostileForgedLoadToClient: during a 6 s downstream test at row 5
+// (1,000 Load PDUs a second), the attacker sends the client, from the
+// server's address and test port, 10 Load PDUs numbered 2^30 (taken, each
+// is a loss of a billion datagrams and makes every real one after it a
+// late arrival), then 10 numbered a few seconds ahead that echo a Status
+// PDU time a minute old, which the client never sent (taken, an RTT of a
+// minute). The client's JSON must show all 6 Sub-Intervals with the path's
+// real loss (none here; under a thousand is the bound) and RTT (under
+// 30 s is the bound), and say how many it dropped.
 func TestHostileForgedLoadToClient(t *testing.T) {
 	forEachBin(t, forgedLoadToClientCase)
 }
 
 func forgedLoadToClientCase(t *testing.T, b hostileBin) {
 	const secs, row = 6, 5
-	l, cl, client, server, _ := clientUnderAttack(t, b, secs, "-d", "-I", strconv.Itoa(row))
+	l, cl, client, server, started := clientUnderAttack(t, b, secs, "-d", "-I", strconv.Itoa(row))
 	pdu := make([]byte, dataphase.DefaultPayload)
 	forged := 0
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 20; i++ {
 		h := dataphase.LoadHeader{SeqNo: 1<<30 + uint32(i), UDPPayload: uint16(len(pdu))}
-		h.LpduTimeSec, h.LpduTimeNsec = clock.Split(time.Now().UnixNano())
+		now := time.Now()
+		h.LpduTimeSec, h.LpduTimeNsec = clock.Split(now.UnixNano())
+		if i >= 10 {
+			h.SeqNo = uint32(now.Sub(started)/time.Millisecond) + 3000 + uint32(i)
+			h.SpduTimeSec, h.SpduTimeNsec = clock.Split(now.Add(-time.Minute).UnixNano())
+		}
 		h.Encode(pdu)
 		if err := l.ForgeUDP(l.RouterNS, server, client, pdu); err != nil {
 			t.Fatal(err)
@@ -112,13 +120,15 @@ func forgedLoadToClientCase(t *testing.T, b hostileBin) {
 	}
 	r := cl.wait(t, 40*time.Second)
 	var loss uint64
+	rttMax := 0.0
 	for _, sub := range r.Output.IncrementalResult {
 		loss += uint64(sub.LossCount)
+		rttMax = max(rttMax, sub.RTTMax)
 	}
 	dropped := droppedAsForged(r.ErrorMessage + " " + r.ErrorMessage2)
-	t.Logf("%s: %d forged Load PDUs from %v to %v; client ErrorStatus %d, %d Sub-Intervals, loss %d (summary %d, reordered %d), %d dropped as forged (%q)",
+	t.Logf("%s: %d forged Load PDUs from %v to %v; client ErrorStatus %d, %d Sub-Intervals, loss %d (summary %d, reordered %d), RTT max %.3f s, %d dropped as forged (%q)",
 		b.name, forged, server, client, r.ErrorStatus, len(r.Output.IncrementalResult), loss, r.Output.Summary.LossCount,
-		r.Output.Summary.ReorderedCount, dropped, r.ErrorMessage)
+		r.Output.Summary.ReorderedCount, rttMax, dropped, r.ErrorMessage)
 	if !b.check {
 		return
 	}
@@ -128,6 +138,9 @@ func forgedLoadToClientCase(t *testing.T, b hostileBin) {
 	}
 	if loss >= 1000 || r.Output.Summary.LossCount >= 1000 {
 		t.Errorf("a loss of %d datagrams (summary %d) in a test without loss", loss, r.Output.Summary.LossCount)
+	}
+	if rttMax >= 30 {
+		t.Errorf("an RTT of %.3f s", rttMax)
 	}
 	if dropped < 1 || dropped > forged {
 		t.Errorf("%d dropped as forged of %d forged: %q / %q", dropped, forged, r.ErrorMessage, r.ErrorMessage2)
