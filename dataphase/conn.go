@@ -731,11 +731,11 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 			c.confirm, c.closeReason = true, EndStopped
 			return
 		}
+		if why := c.pl.load(&h, d.Time, c.rcv.last, c.rcv.lastEcho); why != implOK {
+			c.implausible(why) // no sign of life either
+			return
+		}
 		c.watchdogAt = d.Time + clock.Time(Watchdog)
-	}
-	if why := c.pl.load(&h, d.Time, c.rcv.last, c.rcv.lastEcho); why != implOK {
-		c.implausible(why)
-		return
 	}
 	c.seen(d.Time, h.RxStopped)
 	if e := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS); e != 0 {
