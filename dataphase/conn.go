@@ -83,6 +83,9 @@ type Conn struct {
 	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
 	refused int
 
+	// A client's plausibility rules (plausible.go).
+	pl plausible
+
 	counts        Counts // since the last event that carried them
 	warnings      int
 	localBleach   bool
@@ -134,6 +137,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	}
 	c.watchdogAt = now.Mono + clock.Time(Watchdog)
 	c.amp.init(&c.p, now.Mono)
+	c.pl.init(&c.p, now.Mono)
 	c.lastRx, c.lastRxSet = now.Mono, true
 	budget := p.CatchUpBudget
 	if budget == 0 {
@@ -259,6 +263,9 @@ func (c *Conn) end(r EndReason) {
 		return
 	}
 	c.done = true
+	if c.pl.unsaid() {
+		c.implausibleWarning()
+	}
 	c.events = append(c.events, Event{Kind: EvEnd, End: r, Counts: c.counts})
 	c.counts = Counts{}
 }
@@ -383,6 +390,7 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 		c.action = ActionStop2
 	}
 	c.trafficCheck(now.Mono)
+	c.pl.sample(now.Mono)
 	h := LoadHeader{
 		TestAction:   c.action,
 		SpduSeqErr:   c.spduSeqErr,
@@ -496,6 +504,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	n := s.Encode(b.slot(0), c.p.Legacy)
 	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
 	c.statusLen = n
+	c.pl.statusSent(clock.Join(s.SpduTimeSec, s.SpduTimeNsec))
 	b.N, b.RandomFill = 1, false
 	if c.rcv.bleach && !c.localBleach {
 		c.localBleach = true
@@ -638,6 +647,11 @@ func (c *Conn) Sent(n int) {
 		}
 	}
 	if c.loadSender {
+		if c.pl.on {
+			for i := 0; i < min(n, c.snd.planN); i++ {
+				c.pl.sent(c.snd.plan[i].len)
+			}
+		}
 		c.snd.sent(n)
 	}
 }
@@ -734,6 +748,10 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 			c.confirm, c.closeReason = true, EndStopped
 			return
 		}
+		if why := c.pl.load(&h, d.Time, c.rcv.last, c.rcv.lastEcho); why != implOK {
+			c.implausible(why) // no sign of life either
+			return
+		}
 		c.watchdogAt = d.Time + clock.Time(Watchdog)
 	}
 	c.seen(d.Time, h.RxStopped)
@@ -827,6 +845,10 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	if !c.p.Server && !s.Rate.Valid() {
 		// A row no table holds would make us send as fast as we can.
 		c.invalid("status", errStatusRate, data, d.Len)
+		return
+	}
+	if why := c.pl.status(s, d.Time, s.SubIntSeqNo > c.lastSubSeq, c.snd.nextSeq-1); why != implOK {
+		c.implausible(why)
 		return
 	}
 	stop := s.TestAction != ActionTest
@@ -982,4 +1004,31 @@ func (c *Conn) invalid(kind string, err error, data []byte, n int) {
 		}
 	}
 	c.warn(6, fmt.Sprintf("WARNING: Received invalid %s PDU (%d,0x%04X:0x%02X:0x%02X,0x%04X)", kind, n, id, action, flag, ck), true)
+}
+
+// WarnImplausible is the client's warning code for PDUs dropped because
+// their figures cannot be true (ours, as WarnEndedEarly is).
+const WarnImplausible = 10
+
+// implausible drops a PDU whose figures cannot be true (plausible.go):
+// counted, said at most a few times (each line with the count so far),
+// outside the cap on warnings as those lines are few and say how to read
+// the result.
+func (c *Conn) implausible(why uint8) {
+	c.counts[CountImplausible]++
+	c.pl.why = why
+	if c.pl.discard() {
+		c.implausibleWarning()
+	}
+}
+
+func (c *Conn) implausibleWarning() {
+	kind := "Status"
+	if !c.loadSender {
+		kind = "Load"
+	}
+	c.pl.lastSaid = c.pl.discarded
+	c.events = append(c.events, Event{Kind: EvWarning, Code: WarnImplausible,
+		Text: fmt.Sprintf("WARNING: %d %s PDUs dropped so far as forged: their figures cannot be true (the last: %s)",
+			c.pl.discarded, kind, implausibleText[c.pl.why])})
 }

@@ -17,6 +17,14 @@ func exportConn(e *Export) (*Conn, clock.Pair) {
 	return c, now
 }
 
+// sentStatus makes c remember Status PDUs sent at the times echo: a
+// client drops a Load PDU echoing a time it never sent (plausible.go).
+func sentStatus(c *Conn, echo []int64) {
+	for _, e := range echo {
+		c.pl.statusSent(e)
+	}
+}
+
 // loadBatch fills b with Load PDUs of the given sequence numbers, each
 // echoing Status PDU time echo[i] (ns), sent 3 ms before now.
 func loadBatch(b *RecvBatch, now clock.Pair, seqs []uint32, echo []int64) {
@@ -41,6 +49,7 @@ func TestExportRows(t *testing.T) {
 	for _, all := range []bool{false, true} {
 		e := NewExport(all, 16)
 		c, now := exportConn(e)
+		sentStatus(c, echo)
 		var b RecvBatch
 		loadBatch(&b, now, seqs, echo)
 		c.Receive(&b)
@@ -81,6 +90,7 @@ func TestExportFullRingDrops(t *testing.T) {
 	for i := range seqs {
 		seqs[i], echo[i] = uint32(i+1), now.Wall-5e6
 	}
+	sentStatus(c, echo)
 	loadBatch(&b, now, seqs, echo)
 	c.Receive(&b)
 	var got []uint32
