@@ -449,3 +449,7 @@ func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) (seg i
 	}
 	return seg
 }
+
+// zeroFill is the filler of ordinary datagrams. The kernel only reads it;
+// nothing writes it, so its pages stay the shared zero page.
+var zeroFill [fillPoolLen]byte

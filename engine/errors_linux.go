@@ -75,3 +75,14 @@ func isPathError(err error) bool {
 	e, ok := err.(unix.Errno)
 	return ok && pathClassOf(e) != noPathError
 }
+
+// noPathError is what pathClassOf returns for an errno that is no path
+// error.
+const noPathError = NumSocketCounters
+
+// countPath counts one path error in counter k (noPathError: none).
+func (s *Socket) countPath(k SocketCounter) {
+	if k < NumSocketCounters {
+		s.stats[k].Add(1)
+	}
+}
