@@ -70,6 +70,25 @@ func pathClassOf(e unix.Errno) SocketCounter {
 	return noPathError
 }
 
+// sendErrKindOf classifies an errno of a Data Phase send for sendPolicy.
+func sendErrKindOf(e unix.Errno) sendErrKind {
+	switch {
+	case e == unix.EINTR:
+		return sendErrInterrupted
+	case isBackpressure(e):
+		return sendErrBackpressure
+	case e == unix.EMSGSIZE:
+		return sendErrTooBig
+	case pathClassOf(e) != noPathError:
+		return sendErrPath
+	case e == unix.EIO:
+		return sendErrIO
+	case e == unix.EINVAL:
+		return sendErrInval
+	}
+	return sendErrOther
+}
+
 // isPathError reports whether err is an errno pathClassOf counts.
 func isPathError(err error) bool {
 	e, ok := err.(unix.Errno)
