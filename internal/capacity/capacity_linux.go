@@ -24,6 +24,7 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/netlab"
+	"github.com/udpstp/udpstp/internal/netstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -194,7 +195,7 @@ func parseVoluntary(status string) int64 {
 	return 0
 }
 
-// rcvbufErrors reads Udp RcvbufErrors of namespace ns.
+// rcvbufErrors reads Udp RcvbufErrors of namespace ns (0 if unreadable).
 func rcvbufErrors(lab *netlab.Lab, ns string) int64 {
 	var n int64
 	_ = lab.Do(ns, func() error {
@@ -202,23 +203,9 @@ func rcvbufErrors(lab *netlab.Lab, ns string) int64 {
 		if err != nil {
 			return err
 		}
-		var head []string
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 || f[0] != "Udp:" {
-				continue
-			}
-			if head == nil {
-				head = f
-				continue
-			}
-			for i, h := range head {
-				if h == "RcvbufErrors" && i < len(f) {
-					n, _ = strconv.ParseInt(f[i], 10, 64)
-				}
-			}
-		}
-		return nil
+		c, err := netstat.Parse(string(b))
+		n = c[netstat.UDPRcvbufErrors]
+		return err
 	})
 	return n
 }
