@@ -39,7 +39,14 @@
 // server's key when the request had authMode 1 (a zero key when the server
 // had none to try), cleared otherwise; before protocol 20 it is echoed,
 // with the digest zeroed when the server checked it. The checksum field is
-// zeroed (sealed again where checksums are on).
+// zeroed (sealed again where checksums are on). The server signs its
+// refusals too (code 7 with the key it tried last, code 4 with a zero key),
+// so a keyed OB-UDPST 9.0.0 client fails its own check of a code-4 answer
+// and reports ErrorStatus 107, not 104.
+//
+// A peer with an IPv4 or IPv4-mapped address (on a dual-stack socket) is an
+// IPv4 peer, as OB-UDPST 9.0.0 classifies it: IP_TOS rather than
+// IPV6_TCLASS, and no 20-byte reduction of payload sizes (IsIPv4).
 //
 // A Setup Request is checked in OB-UDPST 9.0.0's order, the first failing
 // check giving the code: malformed requests (length, PDU identifier,
