@@ -132,7 +132,6 @@ replan:
 				continue replan
 			case sendPathGiveUp:
 				s.countPath(pathClassOf(e))
-				pathErrs++
 				givenUp += n - next
 				next = n
 				return next, nil

@@ -19,18 +19,6 @@ func isBackpressure(e unix.Errno) bool {
 	return e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EPERM
 }
 
-// isGSORefusal reports an error on a UDP GSO message that means GSO cannot
-// be used as asked (see gso.go for when the kernel returns each): EIO (no
-// TX checksum offload on the egress device, an xfrm route), EINVAL (too
-// many segments, UDP checksums off, a segment above the PMTU on older
-// kernels), EMSGSIZE (a segment above the PMTU on newer kernels, or a
-// message too long). wireguard-go, quic-go and tailscale fall back on EIO
-// only; quinn also on EINVAL; EMSGSIZE left unhandled made Felix's sends
-// stall for good, so every one of them falls back here.
-func isGSORefusal(e unix.Errno) bool {
-	return e == unix.EIO || e == unix.EINVAL || e == unix.EMSGSIZE
-}
-
 // pathClassOf says which path counter error e is counted in, or
 // noPathError. These are
 // what a connected UDP socket reports for its peer on a later send or

@@ -99,10 +99,15 @@ const (
 const maxPathErrorsPerSend = 4
 
 // sendPolicy says what sendBatch does after a failed send (see
-// sendAction). GSO refusals are told from path errors by the message: EIO,
-// EINVAL and EMSGSIZE on a GSO message are the kernel refusing it (see
-// gso.go), on a plain one EIO and EINVAL fail the send and EMSGSIZE is a
-// path error (ICMP fragmentation needed).
+// sendAction). GSO refusals are told from path errors by the message: EIO
+// (no TX checksum offload on the egress device, an xfrm route), EINVAL (too
+// many segments, UDP checksums off, a segment above the PMTU on older
+// kernels) and EMSGSIZE (a segment above the PMTU on newer kernels, or a
+// message too long) on a GSO message are the kernel refusing it (gso.go);
+// on a plain one EIO and EINVAL fail the send and EMSGSIZE is a path error
+// (ICMP fragmentation needed). wireguard-go, quic-go and tailscale fall
+// back from GSO on EIO only, quinn also on EINVAL; EMSGSIZE left unhandled
+// made Felix's sends stall for good, so every one of them falls back here.
 func sendPolicy(st sendStep) sendAction {
 	switch k := st.kind; {
 	case k == sendErrInterrupted:
