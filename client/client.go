@@ -22,6 +22,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -105,7 +106,7 @@ type result interface {
 // status, or report.StatusInit for a successful run whose file cannot be
 // written.
 func saveResult(cfg *control.ClientConfig, o Options, format report.Format, res result, status int) int {
-	if err := report.WriteFileAtomic(cfg.OutputFile, res.Document(jsonFile(format)), 0o644); err != nil {
+	if err := atomicfile.Write(cfg.OutputFile, res.Document(jsonFile(format)), 0o644); err != nil {
 		fmt.Fprintf(o.Stderr, "udpstp: ERROR: cannot write the result file: %v\n", err)
 		if status == 0 {
 			status = report.StatusInit

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -108,11 +109,13 @@ type exporter struct {
 	done chan struct{}
 }
 
-// openExport creates the file (truncating one that exists, as fopen "w"
-// does), writes the header and starts the writer. The error is OB-UDPST's
+// openExport creates the file (truncating the regular file that exists,
+// as fopen "w" does), writes the header and starts the writer. The error is OB-UDPST's
 // line, "FOPEN ERROR: <name> reason".
 func openExport(name string, all bool) (*exporter, error) {
-	f, err := os.Create(name)
+	// A planted link or FIFO is refused here too (the check before the
+	// test saw the name earlier): never followed, never waited on.
+	f, err := atomicfile.Create(name, 0o644)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

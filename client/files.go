@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
-	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 )
 
 // What a run reads and writes besides the network, checked before the
@@ -26,7 +26,7 @@ func (r *run) preflight() (msg string, bad badFiles) {
 		return msg, badFiles{output: true}
 	}
 	if f := r.cfg.TextFile; f != "" {
-		if err := report.CheckWritable(f); err != nil {
+		if err := atomicfile.Check(f); err != nil {
 			return fmt.Sprintf("FOPEN ERROR: %v (--textfile)", err), badFiles{textfile: true}
 		}
 	}
@@ -34,8 +34,8 @@ func (r *run) preflight() (msg string, bad badFiles) {
 		if r.connMax > 1 && !exportUnique(p) {
 			return fmt.Sprintf("ERROR: Export file name '%s' is the same for all %d Test Connections: add #i or #d (-O)", p, r.connMax), bad
 		}
-		if name, ok := r.exportProbe(p); ok {
-			if err := report.CheckWritable(name); err != nil {
+		for _, name := range r.exportProbes(p) {
+			if err := atomicfile.CheckOpen(name); err != nil {
 				return fmt.Sprintf("FOPEN ERROR: %v (-O)", err), bad
 			}
 		}
@@ -55,24 +55,36 @@ func (r *run) preflight() (msg string, bad badFiles) {
 // message of the problem, "" if none.
 func checkOutput(cfg *control.ClientConfig) string {
 	if f := cfg.OutputFile; f != "" {
-		if err := report.CheckWritable(f); err != nil {
+		if err := atomicfile.Check(f); err != nil {
 			return fmt.Sprintf("FOPEN ERROR: %v (--output)", err)
 		}
 	}
 	return ""
 }
 
-// exportProbe is the export file name of the first Test Connection as far
-// as it is known before the test; ok is false when the directory part
-// depends on what only the activation tells (addresses, ports).
-func (r *run) exportProbe(pattern string) (string, bool) {
-	if dir, _ := filepath.Split(pattern); strings.Contains(dir, "#l") || strings.Contains(dir, "#r") ||
-		strings.Contains(dir, "#s") || strings.Contains(dir, "#d") {
-		return "", false
+// exportProbes are the export file names of the Test Connections as far
+// as they are known before the test: every connection's file when the name
+// holds nothing only the activation tells (addresses, ports), else the
+// first one's with those as 0, whose directory is what can be checked;
+// none when the directory part depends on them.
+func (r *run) exportProbes(pattern string) []string {
+	late := func(s string) bool {
+		return strings.Contains(s, "#l") || strings.Contains(s, "#r") || strings.Contains(s, "#s") || strings.Contains(s, "#d")
 	}
-	srv := r.cfg.Servers[0]
-	return exportName(pattern, exportVars{Count: r.connMax, Ident: int(r.mcIdent), Local: "0", Remote: "0",
-		Host: srv.Host, ControlPort: srv.Port, Interface: r.cfg.Interface}, time.Now()), true
+	if dir, _ := filepath.Split(pattern); late(dir) {
+		return nil
+	}
+	n := r.connMax
+	if late(pattern) {
+		n = 1
+	}
+	srv, now := r.cfg.Servers[0], time.Now()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = exportName(pattern, exportVars{Index: i, Count: r.connMax, Ident: int(r.mcIdent), Local: "0", Remote: "0",
+			Host: srv.Host, ControlPort: srv.Port, Interface: r.cfg.Interface}, now)
+	}
+	return names
 }
 
 // startExport opens connection c's export file, if -O asked for one, and

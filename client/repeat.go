@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -48,7 +49,7 @@ func runRepeat(ctx context.Context, cfg *control.ClientConfig, o Options, format
 		}
 		if cfg.OutputFile != "" && i < n {
 			// Errors show when the file is written at the end.
-			report.WriteFileAtomic(cfg.OutputFile, rep.Document(jsonFile(format)), 0o644)
+			atomicfile.Write(cfg.OutputFile, rep.Document(jsonFile(format)), 0o644)
 		}
 		if ctx.Err() != nil && i < n {
 			rep.Interrupt() // the tests left are not run

@@ -70,10 +70,15 @@ type Conn struct {
 	polDgrams uint64
 
 	// Server: the anti-amplification rule (amplification.go), and the
-	// Status PDU last written (its length and send time), for Sent.
+	// Status PDU last written (its length, send time and the spduTime it
+	// carried), for Sent.
 	amp        ampGuard
 	statusLen  int
 	statusWall int64
+	statusWire int64
+
+	// Server, downstream: the rate adjustment's pace (adjustPace).
+	adjustTAT clock.Time
 
 	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
 	refused int
@@ -360,12 +365,8 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 	default:
 		var ok bool
 		if c.amp.on {
-			lo := uint32(MinPayloadIPv4)
-			if c.p.IPv6 {
-				lo = MinPayloadIPv6
-			}
 			pending := c.snd.deferredBytes()
-			c.snd.sizeCap = c.amp.sizeCap(pending, lo)
+			c.snd.sizeCap = c.amp.sizeCap(c.snd.deferN)
 			bu, ok = c.snd.fire(now.Mono, c.stopping)
 			if ok && bu.count() > 0 && !c.ampFits(bu, pending) {
 				c.counts[CountAmpHeld]++
@@ -392,7 +393,11 @@ func (c *Conn) pollLoad(now clock.Pair, b *SendBuffer) bool {
 	if c.rxStopped {
 		h.RxStopped = 1
 	}
-	h.LpduTimeSec, h.LpduTimeNsec = clock.Split(now.Wall)
+	lpdu := now.Wall
+	if c.amp.shifting() {
+		lpdu -= c.amp.shiftNs // the clock proof's secret (amplification.go)
+	}
+	h.LpduTimeSec, h.LpduTimeNsec = clock.Split(lpdu)
 	n := c.snd.write(b, bu, &h)
 	if c.confirm {
 		c.confirm = false
@@ -482,9 +487,15 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	if !c.p.Legacy {
 		s.AuthMode = c.p.AuthMode
 	}
+	c.statusWall = now.Wall
+	if c.amp.on {
+		// Secret nanoseconds until the peer echoes one (amplification.go).
+		c.statusWire = c.amp.statusTime(now.Wall)
+		s.SpduTimeSec, s.SpduTimeNsec = clock.Split(c.statusWire)
+	}
 	n := s.Encode(b.slot(0), c.p.Legacy)
 	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
-	c.statusLen, c.statusWall = n, clock.Join(s.SpduTimeSec, s.SpduTimeNsec)
+	c.statusLen = n
 	b.N, b.RandomFill = 1, false
 	if c.rcv.bleach && !c.localBleach {
 		c.localBleach = true
@@ -623,7 +634,7 @@ func (c *Conn) Sent(n int) {
 				c.amp.sentLoad(c.snd.plan[i].len)
 			}
 		} else {
-			c.amp.sentStatus(c.statusLen, c.statusWall)
+			c.amp.sentStatus(c.statusLen, c.statusWire, c.statusWall)
 		}
 	}
 	if c.loadSender {
@@ -695,8 +706,14 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		c.invalid("load", errLoadLength, data, d.Len)
 		return
 	}
-	if c.amp.on && c.amp.echoed(clock.Join(h.SpduTimeSec, h.SpduTimeNsec)) {
-		c.amp.on = false // the peer got one of our Status PDUs
+	if c.amp.nEcho > 0 {
+		// An echo of a Status PDU sent before validation: the peer got
+		// it. Its secret nanoseconds map back to the true send time for
+		// the round-trip time.
+		if t, ok := c.amp.echoed(clock.Join(h.SpduTimeSec, h.SpduTimeNsec)); ok {
+			c.amp.on = false
+			h.SpduTimeSec, h.SpduTimeNsec = clock.Split(t)
+		}
 	}
 	if c.p.Server {
 		if h.TestAction != ActionTest {
@@ -789,16 +806,17 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	if c.amp.on {
 		switch {
-		case c.amp.proves(s.TiRxDatagrams, s.TiRxBytes):
+		case c.amp.proves(s, pair.WallAt(d.Time)):
 			// Validated: the normal rates apply from this Status PDU's
 			// rate adjustment on.
 			c.amp.on, c.snd.sizeCap = false, 0
 		case s.TiRxDatagrams > 0:
-			// It reports Load PDUs we never sent: forged, or not ours.
+			// It reports Load PDUs we never sent, or a clock that does
+			// not know the shift: forged, or not ours.
 			c.counts[CountStatusUnproven]++
 			c.amp.unproven++
 			if c.amp.unproven >= maxUnproven {
-				c.warn(0, fmt.Sprintf("ERROR: %d Status PDUs reported Load PDUs that were never sent (forged activation?)", c.amp.unproven), true)
+				c.warn(0, fmt.Sprintf("ERROR: %d Status PDUs failed the proof of receipt (forged activation?)", c.amp.unproven), true)
 				c.end(EndUnverified)
 			}
 			return
@@ -887,12 +905,36 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 			c.end(c.peerStopped())
 			return
 		}
-		if !c.stopping && !c.amp.on {
+		if !c.stopping && !c.amp.on && c.adjustPace(d.Time) {
 			c.rc.Adjust(fb, s.SubIntSeqNo)
 			c.snd.setRow(c.row(c.rc.Index()), pair.Mono, c.phase)
 		}
 	}
 	c.trialEvent(fb, s, false)
+}
+
+// adjustBurst is how many Status PDUs ahead of one per Trial Interval may
+// still move the rate: a genuine Load Receiver's, delayed and bunched by its
+// path, all count.
+const adjustBurst = 4
+
+// adjustPace reports whether the Status PDU received at t may run the rate
+// adjustment: at most one per Trial Interval on average, after a burst of
+// adjustBurst (a GCRA, RFC 2697's token bucket in one variable), so that
+// forged feedback from a validated address, however fast it comes, moves
+// the rate no faster than a real client's search. The rest count as
+// CountStatusRateHeld and still feed the watchdog and the report.
+func (c *Conn) adjustPace(t clock.Time) bool {
+	ti := clock.Time(c.p.TrialInt)
+	if ti <= 0 {
+		return true
+	}
+	if c.adjustTAT-t > ti*(adjustBurst-1) {
+		c.counts[CountStatusRateHeld]++
+		return false
+	}
+	c.adjustTAT = max(c.adjustTAT, t) + ti
+	return true
 }
 
 // invalid counts a datagram that is not a valid PDU for this end, by what

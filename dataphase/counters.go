@@ -62,6 +62,10 @@ const (
 	// because they reported Load PDUs that were never sent.
 	CountAmpHeld
 	CountStatusUnproven
+	// Server, downstream: Status PDUs that came faster than one per Trial
+	// Interval (after a burst) and did not move the rate (conn.go,
+	// adjustPace).
+	CountStatusRateHeld
 
 	NumCounters // the number of Counters, not a Counter
 )
@@ -101,7 +105,8 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountStatusInvalidChecksum: {"status_invalid_checksum", "Status PDUs dropped for their checksum"},
 	CountPeerRefused:           {"peer_refused", "ICMP port unreachable errors for what this end sent to the peer"},
 	CountAmpHeld:               {"amplification_held", "Load or Status PDUs held back before the peer showed it receives, the budget being spent"},
-	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for reporting Load PDUs that were never sent"},
+	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for failing the proof of receipt (sizes or clock)"},
+	CountStatusRateHeld:        {"status_rate_held", "Status PDUs that came faster than one per Trial Interval and did not move the rate"},
 }
 
 // CheckCounterInfo reports the first entry of a counter table whose name

@@ -111,7 +111,7 @@ func (e *Export) add(h *LoadHeader, rxWall int64, ecn uint8, rtt bool, rttMs uin
 	*r = ExportRow{
 		SeqNo: h.SeqNo, Payload: h.UDPPayload, ECN: ecn, HasRTT: rtt,
 		SrcSec: h.LpduTimeSec, SrcNsec: h.LpduTimeNsec, DstRx: rxWall,
-		OWD:      clampInt32(roundMs(rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec))),
+		OWD:      wrapInt32(roundMs(rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec))),
 		IntfMbps: math.Float64frombits(e.intf[0].Load()), IntfMbpsAlt: math.Float64frombits(e.intf[1].Load()),
 	}
 	if rtt {

@@ -103,10 +103,25 @@ func (r *run) counts() Counts {
 	return a
 }
 
-// statusIn appends a Status PDU reporting count datagrams of bytes.
+// statusIn appends a Status PDU reporting count datagrams of bytes, with
+// no clock (a forger's that does not know the shift).
 func statusIn(b *RecvBatch, seq, count, bytes uint32, t clock.Time) {
+	statusClockIn(b, seq, count, bytes, 0, 0, t)
+}
+
+// genuineStatusIn appends the Status PDU of a genuine Load Receiver of c on
+// a path without delay whose clock is ours: its clockDeltaMin is c's shift,
+// its spduTime the wall time now.
+func genuineStatusIn(b *RecvBatch, c *Conn, seq, count, bytes uint32, now clock.Pair) {
+	statusClockIn(b, seq, count, bytes, int32(c.amp.shiftMs), now.Wall, now.Mono)
+}
+
+// statusClockIn appends a Status PDU reporting count datagrams of bytes,
+// clockDeltaMin cdm (ms) and spduTime spdu (wall ns).
+func statusClockIn(b *RecvBatch, seq, count, bytes uint32, cdm int32, spdu int64, t clock.Time) {
 	s := StatusPDU{SeqNo: seq, TiRxDatagrams: count, TiRxBytes: bytes, RTTMinimum: NoDelay, RTTVarSample: NoDelay,
-		DelayVarMin: NoDelay}
+		DelayVarMin: NoDelay, ClockDeltaMin: cdm}
+	s.SpduTimeSec, s.SpduTimeNsec = clock.Split(spdu)
 	n := s.Encode(b.Buf(b.N), false)
 	b.Dgrams[b.N] = InDatagram{Len: n, Time: t}
 	b.N++
@@ -177,7 +192,7 @@ func TestAmplificationForgedKeepAlive(t *testing.T) {
 }
 
 // Status PDUs that report Load PDUs that were never sent (a forger
-// guessing) are dropped, and the third ends the test.
+// guessing) are dropped, and the second ends the test.
 func TestAmplificationUnprovenStatus(t *testing.T) {
 	r := newRun(NewConn(hostileParams(true, false, 1000), hostileStart))
 	var seq uint32
@@ -187,8 +202,8 @@ func TestAmplificationUnprovenStatus(t *testing.T) {
 			statusIn(b, seq, 1, 1500, r.now.Mono) // no Load PDU before validation is that large
 		}
 	})
-	if r.end() != EndUnverified || r.endAt > 310*time.Millisecond {
-		t.Errorf("ended %v at %v, want %v at 300 ms", r.end(), r.endAt, EndUnverified)
+	if r.end() != EndUnverified || r.endAt > 210*time.Millisecond {
+		t.Errorf("ended %v at %v, want %v at 200 ms", r.end(), r.endAt, EndUnverified)
 	}
 	if a := r.counts(); a[CountStatusUnproven] != maxUnproven {
 		t.Errorf("%d unproven Status PDUs counted, want %d", a[CountStatusUnproven], maxUnproven)
@@ -217,7 +232,7 @@ func TestAmplificationGenuinePeer(t *testing.T) {
 	before := r.dgrams
 	r.advance(100*time.Millisecond, 100*time.Microsecond, func(at time.Duration, b *RecvBatch) {
 		if at == 60*time.Millisecond {
-			statusIn(b, 1, got, bytes, r.now.Mono)
+			genuineStatusIn(b, c, 1, got, bytes, r.now)
 		}
 	})
 	if c.amp.on {
@@ -265,7 +280,7 @@ func TestAmplificationUpstream(t *testing.T) {
 	r.advance(time.Second, 500*time.Microsecond, func(at time.Duration, b *RecvBatch) {
 		if at%(5*time.Millisecond) == 0 {
 			seq++
-			loadIn(b, seq, 1222, 1222, c.statusWall, r.now.Mono)
+			loadIn(b, seq, 1222, 1222, c.statusWire, r.now.Mono)
 		}
 	})
 	if c.amp.on || c.Done() {
@@ -373,21 +388,25 @@ func TestAmpGuardProves(t *testing.T) {
 		{1, 60, true}, {1, 75, true}, {1, 99, true}, {2, 135, true}, {2, 174, true}, {3, 234, true},
 		{0, 0, false}, {1, 61, false}, {2, 60, false}, {3, 233, false}, {4, 234, false}, {1, 135, false},
 	} {
-		if got := a.proves(c.count, c.bytes); got != c.want {
-			t.Errorf("proves(%d, %d) = %v", c.count, c.bytes, got)
+		if got := a.sizesMatch(c.count, c.bytes); got != c.want {
+			t.Errorf("sizesMatch(%d, %d) = %v", c.count, c.bytes, got)
 		}
 	}
-	// The cap: half of what is left, at least the minimum, none when the
-	// minimum does not fit.
+	// The cap: preProofMax while the budget holds it, else none (a
+	// smaller cap would force the smallest size).
 	a = ampGuard{in: taLen, out: taLen}
-	if got := a.sizeCap(0, 52); got != 104 {
+	if got := a.sizeCap(0); got != preProofMax {
 		t.Errorf("cap %d with 208 left", got)
 	}
-	if got := a.sizeCap(100, 52); got != 54 {
-		t.Errorf("cap %d with 108 left", got)
+	if got := a.sizeCap(1); got != preProofMax {
+		t.Errorf("cap %d with one pending", got)
 	}
-	if got := a.sizeCap(157, 52); got != 0 {
-		t.Errorf("cap %d with 51 left", got)
+	if got := a.sizeCap(2); got != 0 {
+		t.Errorf("cap %d with two pending", got)
+	}
+	a.sentLoad(52) // takes 104 of the budget
+	if got := a.sizeCap(1); got != 0 {
+		t.Errorf("cap %d with one sent and one pending", got)
 	}
 }
 

@@ -188,7 +188,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 
 	// One-way delay variation against the running minimum.
 	delta := roundMs(rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec))
-	d32 := clampInt32(delta)
+	d32 := wrapInt32(delta)
 	if !r.clockDeltaSet {
 		r.clockDeltaMin, r.clockDeltaSet = d32, true
 		r.trial.delayMinUpd = true
@@ -232,15 +232,12 @@ func (r *receiver) seen(s uint32) bool {
 	return false
 }
 
-func clampInt32(v int64) int32 {
-	switch {
-	case v < -1<<31:
-		return -1 << 31
-	case v > 1<<31-1:
-		return 1<<31 - 1
-	}
-	return int32(v)
-}
+// wrapInt32 is OB-UDPST's (int) of a one-way delta in ms: modulo 2^32, as
+// its Load Receiver computes clockDeltaMin (RFC 9946 section 6.2). A server
+// shifts its lpduTime by a secret before the proof of receipt
+// (amplification.go) and reads back the peer's clockDeltaMin modulo 2^32,
+// which a clamp would break for a clock days off.
+func wrapInt32(v int64) int32 { return int32(v) }
 
 // feedback returns the Trial Interval figures the rate adjustment reads.
 func (r *receiver) feedback() TrialFeedback {

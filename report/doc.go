@@ -29,7 +29,7 @@
 //	// when every connection has ended:
 //	col.Finish()
 //	if cfg.OutputFile != "" {
-//		report.WriteFileAtomic(cfg.OutputFile, col.Document(report.FormatJSONFormatted), 0o644)
+//		atomicfile.Write(cfg.OutputFile, col.Document(report.FormatJSONFormatted), 0o644)
 //	}
 //	os.Exit(col.ErrorStatus())
 package report

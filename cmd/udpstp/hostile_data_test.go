@@ -487,10 +487,14 @@ func TestHostileAmplificationBeforeProof(t *testing.T) {
 	}
 }
 
-func forgedActivationCase(t *testing.T, b hostileBin, victim string) {
-	// Unshaped: what an unbounded flood puts on B is the point.
+// victimLab is an unshaped lab (what an unbounded flood puts on B is the
+// point) with bin's server and a victim address B in the client
+// namespace, whose received UDP datagrams from the server nftables counts
+// (table victim, counter to_victim; chain in for a rule that drops).
+func victimLab(t *testing.T, bin string, extra ...string) (*netlab.Lab, *proc, netip.Addr) {
+	t.Helper()
 	l := dataLabConfig(t, netlab.Config{})
-	srv := hostileServer(t, l, b.path)
+	srv := hostileServer(t, l, bin, extra...)
 	vb := victimAddr(l)
 	inNS(t, l, l.ClientNS, "", "ip", "addr", "add", vb.String()+"/32", "dev", "lo")
 	inNS(t, l, l.RouterNS, "", "ip", "route", "add", vb.String()+"/32", "via", l.ClientAddr.String())
@@ -509,7 +513,11 @@ func forgedActivationCase(t *testing.T, b hostileBin, victim string) {
 	}
 }
 `, vb, l.ServerAddr), "nft", "-f", "-")
+	return l, srv, vb
+}
 
+func forgedActivationCase(t *testing.T, b hostileBin, victim string) {
+	l, srv, vb := victimLab(t, b.path)
 	a := &attacker{l: l}
 	a.setup(t, vb)
 	forged := a.ctl

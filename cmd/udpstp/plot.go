@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report/plot"
 )
 
@@ -80,7 +80,7 @@ func plotAction(c *cli.Context) error {
 		}
 		return nil
 	}
-	if err := report.WriteFileAtomic(out, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(out, buf.Bytes(), 0o644); err != nil {
 		return cli.Exit(fmt.Sprintf("plot: %v", err), exitInit)
 	}
 	return nil

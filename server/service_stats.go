@@ -1,4 +1,4 @@
-package main
+package server
 
 // -G: OB-UDPST's server performance statistics (measurement.md 6.5). A
 // record every 10 s is kept in memory; every 5 minutes (the first time at
@@ -38,30 +38,26 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
 
-// envStatsTiming replaces the -G timing for tests: "record,file"
+// EnvStatsTiming replaces the -G timing for tests: "record,file"
 // durations (e.g. "200ms,1s"); the first file then comes one file
 // interval after start, without the random spread.
-const envStatsTiming = "UDPSTP_STATS_TIMING"
+const EnvStatsTiming = "UDPSTP_STATS_TIMING"
 
-// checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit exitInit), before any socket is opened; then what
-// WriteFileAtomic will need of the name (report.CheckWritable: not a
-// directory, its directory takes a temporary file).
+// checkStatsFile does OB-UDPST's start-up check of -G (a file that cannot
+// be written: exit ExitInit, before any socket is opened) as what
+// atomicfile.Write will need of the name: nothing but a regular file
+// there, and its directory takes a new file. OB-UDPST opens <name>.tmp for
+// it, which follows a link planted at that name; the check here creates
+// its temporary file exclusively, under a random name.
 func checkStatsFile(pattern string, now time.Time) error {
 	if pattern == "" {
 		return nil
 	}
-	name := report.StatsFileName(pattern, now, nil)
-	f, err := os.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fopenError("stats-file", err)
-	}
-	f.Close()
-	os.Remove(name + ".tmp")
-	if err := report.CheckWritable(name); err != nil {
+	if err := atomicfile.Check(report.StatsFileName(pattern, now, nil)); err != nil {
 		return fopenError("stats-file", err)
 	}
 	return nil
@@ -72,7 +68,7 @@ func checkStatsFile(pattern string, now time.Time) error {
 func statsTiming() (record, file, first time.Duration, err error) {
 	record, file = report.StatsRecordInterval, report.StatsFileInterval
 	first = file - time.Duration(rand.Int64N(int64(report.StatsFirstSpread)+1))
-	v := os.Getenv(envStatsTiming)
+	v := os.Getenv(EnvStatsTiming)
 	if v == "" {
 		return record, file, first, nil
 	}
@@ -84,7 +80,7 @@ func statsTiming() (record, file, first time.Duration, err error) {
 		}
 	}
 	if !ok || err != nil || record <= 0 || file <= 0 {
-		return 0, 0, 0, fmt.Errorf("%s=%q: want record,file durations", envStatsTiming, v)
+		return 0, 0, 0, fmt.Errorf("%s=%q: want record,file durations", EnvStatsTiming, v)
 	}
 	return record, file, file, nil
 }
@@ -129,6 +125,8 @@ func (t *sockTotals) all() engine.SocketCounts {
 // loadSent is the load the kernel accepted: the datagrams sent on Load
 // Senders' sockets (the others sent Status PDUs).
 func (t *sockTotals) loadSent() uint64 { return t.down[engine.CountSentDatagrams] }
+
+var _ control.Network = (*statsNet)(nil)
 
 func newStatsNet(n control.Network) *statsNet {
 	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}
@@ -254,7 +252,7 @@ func (c *statsCollector) write(now time.Time) {
 	snap := c.srv.Snapshot()
 	f.Counters = statsCounters(&snap)
 	f.ProcessUptime = int64(now.Sub(c.started) / time.Second)
-	if err := report.WriteFileAtomic(name, f.Render(nil), 0o644); err != nil {
+	if err := atomicfile.Write(name, f.Render(nil), 0o644); err != nil {
 		c.log.Error("cannot write the statistics file", "option", opt("stats-file").String(), "file", name, "err", err)
 	} else {
 		c.log.Debug("statistics file written", "file", name, "records", len(recs))
