@@ -7,7 +7,7 @@ import (
 )
 
 // The pool of Engine Threads: the executor of a Linux server, and of a Linux
-// client (newClientNet in cmd/udpstp; UDPSTP_CLIENT_THREADS bounds its threads).
+// client (server.NewClientNet; UDPSTP_CLIENT_THREADS bounds its threads).
 //
 // A Pool starts Engine Threads as Test Connections arrive, up to as many as
 // the CPUs the process may use (AllowedCPUs: its affinity mask and its
