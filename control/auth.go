@@ -224,6 +224,28 @@ func ClearDigest(pdu []byte) {
 	clear(pdu[n-authDigestBack : n-authKeyIDBack])
 }
 
+// answerAuth writes the auth block of a Setup or Test Activation Response,
+// which is its request edited in place (see the package doc): protocol 20
+// signs it with the server's key (a zero key when none was tried) if the
+// request asked for authentication (authMode 1), else clears it
+// (ClearAuth); older versions echo the request's block, with the digest
+// zeroed when it was checked. Every version zeroes the checksum the
+// request carried, which the edited fields would no longer verify
+// against; a sender that uses checksums adds its own afterwards.
+func answerAuth(resp []byte, pver uint16, authMode, keyID uint8, keys SessionKeys, checked bool, now time.Time) {
+	clear(resp[len(resp)-authCsumBack:])
+	switch {
+	case pver < AuthECNProtocolVer:
+		if checked {
+			ClearDigest(resp)
+		}
+	case authMode == AuthControl:
+		Sign(resp, keys.Server[:], uint32(now.Unix()), keyID)
+	default:
+		ClearAuth(resp)
+	}
+}
+
 // verifyPDU is the check both peers apply to an authenticated PDU from the
 // other side: authMode 1, digest, then time.
 func verifyPDU(pdu []byte, key []byte, now time.Time) uint8 {

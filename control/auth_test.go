@@ -674,3 +674,43 @@ func TestGoldenAuthUnexpected(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerAuth: a response's auth block by the request's version and
+// mode. Protocol 20 with authMode 1 is signed with the server's key (the
+// client verifies it); without it the block is cleared; a legacy one is
+// echoed, its digest zeroed only when it was checked. The request's
+// checksum never survives.
+func TestAnswerAuth(t *testing.T) {
+	keys := DeriveKeys([]byte("answer-auth-key"), 1700000000)
+	now := time.Unix(1700000001, 0)
+	request := func(pver uint16) []byte {
+		b := (&SetupPDU{ProtocolVer: pver, MCCount: 1, CmdRequest: SetupCmdRequest}).Encode(make([]byte, SetupLen))
+		Sign(b, keys.Client[:], uint32(now.Unix()), 3)
+		b[len(b)-2], b[len(b)-1] = 0x12, 0x34 // a checksum
+		return b
+	}
+	resp := request(AuthECNProtocolVer)
+	answerAuth(resp, AuthECNProtocolVer, AuthControl, 3, keys, true, now)
+	if code := VerifyResponse(resp, keys, now); code != 0 || AuthKeyID(resp) != 3 {
+		t.Errorf("v20 authMode 1: verify code %d, key ID %d", code, AuthKeyID(resp))
+	}
+	resp = request(AuthECNProtocolVer)
+	answerAuth(resp, AuthECNProtocolVer, 0, 3, keys, false, now)
+	if AuthTime(resp) != 0 || AuthDigest(resp) != ([authDigestLen]byte{}) || AuthKeyID(resp) != 0 {
+		t.Error("v20 without authMode 1: auth block not cleared")
+	}
+	for _, checked := range []bool{false, true} {
+		req := request(11)
+		resp = request(11)
+		answerAuth(resp, 11, AuthControl, 3, keys, checked, now)
+		if AuthTime(resp) != AuthTime(req) || AuthKeyID(resp) != 3 {
+			t.Errorf("legacy, checked %v: the block is not echoed", checked)
+		}
+		if zero := AuthDigest(resp) == ([authDigestLen]byte{}); zero != checked {
+			t.Errorf("legacy, checked %v: digest zeroed %v", checked, zero)
+		}
+	}
+	if resp[len(resp)-2] != 0 || resp[len(resp)-1] != 0 {
+		t.Errorf("legacy: checksum %x survived", resp[len(resp)-2:])
+	}
+}

@@ -267,7 +267,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			// Protocol 20 re-signs or clears the auth block; every
 			// version clears the checksum the request carried (the
 			// coerced values would no longer verify against it).
-			s.signResponse(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
+			answerAuth(out, req.ProtocolVer, ta.AuthMode, ta.KeyID, keys, false, s.now())
 		} else {
 			out = out[:taLen] // a short request: no auth block, no checksum field
 		}

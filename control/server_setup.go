@@ -112,7 +112,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 	if code == SetupBadVersion {
 		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
 	}
-	s.signResponse(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
+	answerAuth(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
 	if code != SetupNone {
 		s.Counters.reject(code)
 		if s.eps.note(epSetupRefused, from.Addr(), now) {
@@ -225,22 +225,4 @@ func (s *Server) evictLocked(v *serverConn) *serverConn {
 			"pending", s.pending.n, "max_connections", s.adm.maxConns)
 	}
 	return v
-}
-
-// signResponse rewrites the auth block of a Setup or Test Activation
-// Response (wire.md 2.1.3): protocol 20 signs with the server key (a zero
-// key when none was tried) or clears it; older versions echo the block,
-// with the digest zeroed when it was checked. The checksum is left 0.
-func (s *Server) signResponse(resp []byte, pver uint16, authMode, keyID uint8, keys SessionKeys, checked bool, now time.Time) {
-	binary.BigEndian.PutUint16(resp[len(resp)-2:], 0)
-	switch {
-	case pver < AuthECNProtocolVer:
-		if checked {
-			ClearDigest(resp)
-		}
-	case authMode == AuthControl:
-		Sign(resp, keys.Server[:], uint32(now.Unix()), keyID)
-	default:
-		ClearAuth(resp)
-	}
 }

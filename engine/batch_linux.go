@@ -106,91 +106,62 @@ replan:
 				continue
 			}
 			r := x.runs[m]
-			gsoRun := r.segSize > 0
-			switch {
-			case e == unix.EINTR:
+			act := sendPolicy(sendStep{kind: sendErrKindOf(e), gso: r.segSize > 0,
+				tooBigAgain: tooBigAt == next, retried: retried == next,
+				pathErrs: pathErrs, mtuReplanned: mtuReplanned})
+			switch act {
+			case sendAgain:
 				continue
-			case isBackpressure(e):
+			case sendBackpressure:
 				x.lastBackpressure = e
 				s.stats[CountBackpressure].Add(1)
 				s.stats[CountRefusedDatagrams].Add(uint64(n - next))
 				return next, nil
-			case e == unix.EMSGSIZE && gsoRun && tooBigAt == next:
-				// EMSGSIZE again on the same GSO message, with the plan
-				// already made for the path MTU read after the first one:
-				// not a pending ICMP error but the kernel refusing the
-				// message (gso.go) for a reason the MTU does not explain.
+			case sendTooBigRefused:
 				tooBigAt = -1
 				s.stats[CountGSORefusals].Add(1)
 				s.disableGSO(e, r)
 				continue replan
-			case e == unix.EMSGSIZE && gsoRun:
-				// Fragmentation needed since the plan was made, or a
-				// refusal: re-plan by the path MTU as it is now and try
-				// once more (above). A router sends one ICMP error per
-				// packet too big, so more may be pending by now: they are
-				// taken first, so that the retry meets only what this
-				// message itself causes.
+			case sendTooBigReplan:
+				// A router sends one ICMP error per packet too big, so
+				// more may be pending: take them before the retry, so
+				// that it meets only what this message itself causes.
 				tooBigAt = next
 				s.refreshMTU()
 				s.takePending()
 				continue replan
-			case pathClassOf(e) != noPathError:
-				// A pending ICMP error (or a route failure) reported by
-				// this send, which therefore did not go out; reporting
-				// it cleared it (sock_alloc_send_pskb takes sk_err
-				// first), so the retry normally goes out. EMSGSIZE
-				// (fragmentation needed) also lowered the path MTU:
-				// the rest is re-planned by it, so that GSO segments
-				// that no longer fit go alone (the kernel fragments
-				// them) and GSO stays on for those that do. The same
-				// datagram failing twice
-				// means new errors keep coming (a dead peer, a lost
-				// route), and after a few in one call the rest of the
-				// plan is given up: they count as sent (the core sees
-				// them as lost on the path, which they are) so that such
-				// a path cannot hold the executor here.
+			case sendPathGiveUp:
+				s.countPath(pathClassOf(e))
+				givenUp += n - next
+				next = n
+				return next, nil
+			case sendPathSkip:
 				s.countPath(pathClassOf(e))
 				pathErrs++
-				if pathErrs >= maxPathErrorsPerSend {
-					givenUp += n - next
-					next = n
-					return next, nil
-				}
-				if retried != next {
-					// More errors of the same burst may be pending: take
-					// them before the retry (counted there), so that it
-					// fails only if the path still refuses.
-					retried = next
-					s.takePending()
-					if e == unix.EMSGSIZE {
-						s.refreshMTU()
-						continue replan
-					}
-					continue
-				}
 				givenUp += r.count
 				m++
 				next = x.runBase + r.start + r.count
-			case gsoRun && isGSORefusal(e):
-				s.stats[CountGSORefusals].Add(1)
-				if e == unix.EINVAL && !mtuReplanned {
-					// Kernels before 235174b2bed8 say EINVAL for a
-					// segment above the path MTU (an ICMP fragmentation
-					// needed since Connect lowered it). Then the replan
-					// sends these datagrams without GSO and GSO stays on;
-					// once per call, so an MTU that keeps changing
-					// cannot loop.
-					mtuReplanned = true
-					old := x.mtu.Load()
+			case sendPathRetry, sendPathReplan:
+				s.countPath(pathClassOf(e))
+				pathErrs++
+				retried = next
+				s.takePending()
+				if act == sendPathReplan {
 					s.refreshMTU()
-					if x.mtu.Load() != old && r.segSize > s.mtuPayload() {
-						continue replan
-					}
+					continue replan
 				}
-				// EIO (no checksum offload on the device, an xfrm
-				// route), or EINVAL the MTU does not explain: the device
-				// or the kernel will not do GSO here.
+			case sendGSOCheckMTU:
+				s.stats[CountGSORefusals].Add(1)
+				mtuReplanned = true
+				old := x.mtu.Load()
+				s.refreshMTU()
+				if x.mtu.Load() != old && r.segSize > s.mtuPayload() {
+					continue replan
+				}
+				s.disableGSO(e, r)
+				continue replan
+			case sendGSOOff:
+				s.stats[CountGSORefusals].Add(1)
 				s.disableGSO(e, r)
 				continue replan
 			default:
@@ -200,12 +171,6 @@ replan:
 	}
 	return next, nil
 }
-
-// maxPathErrorsPerSend bounds the path errors one SendBatch meets before
-// it gives up the rest of its plan: each costs a system call, and a path
-// that answers every datagram with an ICMP error (a peer gone, a route
-// withdrawn) must not multiply them.
-const maxPathErrorsPerSend = 4
 
 // disableGSO turns GSO off for good after the kernel refused a GSO message,
 // and says so once.
@@ -449,3 +414,7 @@ func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) (seg i
 	}
 	return seg
 }
+
+// zeroFill is the filler of ordinary datagrams. The kernel only reads it;
+// nothing writes it, so its pages stay the shared zero page.
+var zeroFill [fillPoolLen]byte

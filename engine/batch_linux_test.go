@@ -16,6 +16,8 @@ import (
 
 // The kernel receive timestamp is the arrival, not the read: a datagram
 // read 30 ms after it arrived carries a time 30 ms before the batch's pair.
+// The kernel stamps CLOCK_REALTIME, so the send is bracketed by that clock
+// (clock.Pair.Wall), never by the raw one: the two drift apart.
 func TestKernelTimestamp(t *testing.T) {
 	a, b := openPair(t, "127.0.0.1:0", SocketOptions{})
 	// Enabling SO_TIMESTAMPNS turns on the kernel's receive timestamps
@@ -30,7 +32,7 @@ func TestKernelTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := clock.Now()
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(30 * time.Millisecond) // makes the read late: the age below
 	if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +41,17 @@ func TestKernelTimestamp(t *testing.T) {
 	}
 	for i := 0; i < rb.N; i++ {
 		d := rb.Dgrams[i]
-		age := rb.Pair.Mono.Sub(d.Time)
-		// Loopback delivers within the sendmmsg call; allow for the
-		// REALTIME/RAW conversion (two pairs a few µs wide each).
-		if d.Time < before.Mono-clock.Time(100*time.Microsecond) || d.Time > after.Mono+clock.Time(100*time.Microsecond) {
-			t.Fatalf("datagram %d: time %d not within the send [%d, %d]", i, d.Time, before.Mono, after.Mono)
+		// The kernel's CLOCK_REALTIME stamp back out of the Test Time
+		// Base (RecvBatch converted it with rb.Pair: WallAt undoes
+		// MonoAt exactly).
+		wall := rb.Pair.WallAt(d.Time)
+		// Loopback delivers within the sendmmsg call; the pairs are a
+		// few µs wide each.
+		const slack = int64(100 * time.Microsecond)
+		if wall < before.Wall-slack || wall > after.Wall+slack {
+			t.Fatalf("datagram %d: kernel time %d not within the send [%d, %d] (CLOCK_REALTIME)", i, wall, before.Wall, after.Wall)
 		}
-		if age < 29*time.Millisecond {
+		if age := time.Duration(rb.Pair.Wall - wall); age < 29*time.Millisecond {
 			t.Fatalf("datagram %d: age %v at read, want >= 30 ms", i, age)
 		}
 	}

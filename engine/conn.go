@@ -42,8 +42,9 @@ type ConnStats struct {
 
 // Conn runs one Test Connection's core on its own Engine Thread: a
 // goroutine locked to an OS thread, timer slack 1 ns, waiting in ppoll until
-// the core's next deadline or a datagram. It is the executor of a client,
-// and of every endpoint off Linux.
+// the core's next deadline or a datagram. It is the executor of every
+// endpoint off Linux (and of a Linux client run with
+// UDPSTP_CLIENT_THREADS=0); on Linux, server and client run the Pool.
 type Conn struct {
 	coreState
 	log *slog.Logger

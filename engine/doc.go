@@ -12,9 +12,11 @@
 //   - Conn: the per-Test-Connection executor. One goroutine locked to its OS
 //     thread runs a sans-IO Core in turns (clock pair, commands, sends, reads,
 //     events, wait) and sleeps in ppoll until the core's next deadline.
-//     Clients, and every platform other than Linux, use it.
-//   - Pool: the Linux server's executor. As many Engine Threads as the
-//     process may use CPUs, each serving many Test Connections from one
+//     Every platform other than Linux uses it, and a Linux client run with
+//     UDPSTP_CLIENT_THREADS=0.
+//   - Pool: the Linux executor, of the server and of the client alike. As
+//     many Engine Threads as the process may use CPUs (a client's bounded by
+//     UDPSTP_CLIENT_THREADS), each serving many Test Connections from one
 //     edge-triggered epoll set and a deadline heap, with the same
 //     per-Test-Connection turn.
 //
@@ -24,13 +26,17 @@
 // (the pure GSO grouping arithmetic), gro.go (the pure arithmetic of cutting
 // a UDP GRO message back into datagrams, and the remainder a batch could not
 // take), gro_linux.go (the UDP GRO option and reads), filler.go (datagram
-// filler), batch_linux.go (sendmmsg/recvmmsg), socket_linux.go (open,
-// control-phase I/O, socket options), errors_linux.go (errno classes),
+// filler), batch_linux.go (sendmmsg/recvmmsg), sendpolicy.go (what sendBatch does
+// after each errno, pure), socket_linux.go (open, connect, socket options,
+// pending errors), controlio_linux.go (the Control Phase's sends and
+// receives), sockaddr_linux.go (kernel addresses), errors_linux.go (errno
+// classes),
 // socket_other.go (net.UDPConn fallback) and sockopt_*.go (its socket
 // options per platform), wait*.go (the wait, the Waker, timer slack),
 // ending.go (a core's events and end, shared by both executors), conn.go and
 // thread.go (the per-Test-Connection executor), pool.go (the pool's API and
-// options), pool_linux.go (its Engine Threads and their turns),
+// options), pool_linux.go (placing Test Connections on Engine Threads),
+// poolthread_linux.go (an Engine Thread and its turns),
 // pool_epoll_linux.go (their epoll registrations, readiness and wait),
 // holdoff.go (the receive hold-off's arithmetic, tested on every platform),
 // gridphase.go (the phases of a thread's grid), pool_other.go (the pool off

@@ -19,18 +19,6 @@ func isBackpressure(e unix.Errno) bool {
 	return e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EPERM
 }
 
-// isGSORefusal reports an error on a UDP GSO message that means GSO cannot
-// be used as asked (see gso.go for when the kernel returns each): EIO (no
-// TX checksum offload on the egress device, an xfrm route), EINVAL (too
-// many segments, UDP checksums off, a segment above the PMTU on older
-// kernels), EMSGSIZE (a segment above the PMTU on newer kernels, or a
-// message too long). wireguard-go, quic-go and tailscale fall back on EIO
-// only; quinn also on EINVAL; EMSGSIZE left unhandled made Felix's sends
-// stall for good, so every one of them falls back here.
-func isGSORefusal(e unix.Errno) bool {
-	return e == unix.EIO || e == unix.EINVAL || e == unix.EMSGSIZE
-}
-
 // pathClassOf says which path counter error e is counted in, or
 // noPathError. These are
 // what a connected UDP socket reports for its peer on a later send or
@@ -70,8 +58,38 @@ func pathClassOf(e unix.Errno) SocketCounter {
 	return noPathError
 }
 
+// sendErrKindOf classifies an errno of a Data Phase send for sendPolicy.
+func sendErrKindOf(e unix.Errno) sendErrKind {
+	switch {
+	case e == unix.EINTR:
+		return sendErrInterrupted
+	case isBackpressure(e):
+		return sendErrBackpressure
+	case e == unix.EMSGSIZE:
+		return sendErrTooBig
+	case pathClassOf(e) != noPathError:
+		return sendErrPath
+	case e == unix.EIO:
+		return sendErrIO
+	case e == unix.EINVAL:
+		return sendErrInval
+	}
+	return sendErrOther
+}
+
 // isPathError reports whether err is an errno pathClassOf counts.
 func isPathError(err error) bool {
 	e, ok := err.(unix.Errno)
 	return ok && pathClassOf(e) != noPathError
+}
+
+// noPathError is what pathClassOf returns for an errno that is no path
+// error.
+const noPathError = NumSocketCounters
+
+// countPath counts one path error in counter k (noPathError: none).
+func (s *Socket) countPath(k SocketCounter) {
+	if k < NumSocketCounters {
+		s.stats[k].Add(1)
+	}
 }

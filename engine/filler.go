@@ -9,10 +9,6 @@ package engine
 // always suffices for the filler.
 const fillPoolLen = 1 << 16
 
-// zeroFill is the filler of ordinary datagrams. The kernel only reads it;
-// nothing writes it, so its pages stay the shared zero page.
-var zeroFill [fillPoolLen]byte
-
 // freshFill is how many filler bytes of each random-filled datagram are
 // written fresh per datagram (into the slot, right after the header), so
 // that two datagrams never carry the same payload even when their pool

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // The phases of a thread's grid. The Bursts and Status PDUs of every Test
@@ -42,6 +43,8 @@ const phaseStep = clock.Time(time.Millisecond/maxPhases + 100*time.Microsecond/m
 type gridPhaser interface {
 	SetGridPhase(phase clock.Time)
 }
+
+var _ gridPhaser = (*dataphase.Conn)(nil)
 
 // gridPhases counts a thread's Test Connections per phase. A thread's own:
 // no locking.

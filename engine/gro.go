@@ -28,11 +28,6 @@ const (
 	// the most one read asks for, a full batch of messages of groFitSegs
 	// datagrams.
 	groScratchMsgs = dataphase.MaxRecv / groFitSegs
-	// groBufLen is the buffer of one GRO message: the largest UDP payload
-	// (an IPv6 one, 65,527 bytes), rounded up. A message longer than its
-	// buffer would lose the segments past it even with MSG_TRUNC, which
-	// reports the length but copies no more.
-	groBufLen = 1 << 16
 )
 
 // groSegments is how many datagrams a message of l bytes received with

@@ -147,3 +147,9 @@ func (s *Socket) recvGRO(b *dataphase.RecvBatch, limit int, clk *turnClock, g *g
 	}
 	return nil
 }
+
+// groBufLen is the buffer of one GRO message: the largest UDP payload (an
+// IPv6 one, 65,527 bytes), rounded up. A message longer than its buffer
+// would lose the segments past it even with MSG_TRUNC, which reports the
+// length but copies no more.
+const groBufLen = 1 << 16

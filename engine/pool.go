@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// The pool of Engine Threads: the executor of a Linux server.
+// The pool of Engine Threads: the executor of a Linux server, and of a Linux
+// client (server.NewClientNet; UDPSTP_CLIENT_THREADS bounds its threads).
 //
 // A Pool starts Engine Threads as Test Connections arrive, up to as many as
 // the CPUs the process may use (AllowedCPUs: its affinity mask and its

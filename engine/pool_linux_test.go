@@ -497,14 +497,18 @@ func TestPoolSendBufferFull(t *testing.T) {
 	}
 }
 
-// phaseCore records the grid phase its thread gave it.
+// phaseCore records the grid phase its thread gave it, and how often it
+// had been polled by then.
 type phaseCore struct {
 	*fakeCore
-	phase clock.Time
-	set   int
+	phase      clock.Time
+	set        int
+	pollsAtSet int
 }
 
-func (p *phaseCore) SetGridPhase(ph clock.Time) { p.phase, p.set = ph, p.set+1 }
+func (p *phaseCore) SetGridPhase(ph clock.Time) {
+	p.phase, p.set, p.pollsAtSet = ph, p.set+1, p.polls
+}
 
 // A thread gives its Test Connections phases of the grid as they come,
 // before their first turn, a phase per PhaseConns of them, and gives a
@@ -518,13 +522,19 @@ func TestPoolThreadGivesPhases(t *testing.T) {
 		pc := &phaseCore{fakeCore: newFakeCore(time.Millisecond, 0)}
 		cores = append(cores, pc)
 		conns = append(conns, addTestConn(th, a, pc, nil))
+		// A turn, so that a core given its phase late would have been
+		// polled first.
+		th.turn()
 	}
 	for i, want := range []int{0, 0, 1, 1, 2} {
 		if cores[i].set != 1 || cores[i].phase != phaseOf(want) {
 			t.Errorf("Test Connection %d: phase %v set %d times, want %v once", i, cores[i].phase, cores[i].set, phaseOf(want))
 		}
-		if cores[i].polls != 0 {
-			t.Errorf("Test Connection %d polled before it had its phase", i)
+		if cores[i].polls == 0 {
+			t.Errorf("Test Connection %d was never polled: the order is not tested", i)
+		}
+		if cores[i].pollsAtSet != 0 {
+			t.Errorf("Test Connection %d polled %d times before it had its phase", i, cores[i].pollsAtSet)
 		}
 	}
 	th.remove(conns[2]) // one of phase 1 leaves

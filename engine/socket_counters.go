@@ -109,17 +109,6 @@ type SocketStats struct {
 	GRO    bool // GRO is in use: SocketOptions.GRO was set and the kernel took UDP_GRO
 }
 
-// noPathError is what pathClassOf returns for an errno that is no path
-// error.
-const noPathError = NumSocketCounters
-
-// countPath counts one path error in counter k (noPathError: none).
-func (s *Socket) countPath(k SocketCounter) {
-	if k < NumSocketCounters {
-		s.stats[k].Add(1)
-	}
-}
-
 // refusals is the running count of ECONNREFUSED, which the executor hands
 // to the core.
 func (s *Socket) refusals() uint64 { return s.stats[CountConnRefused].Load() }

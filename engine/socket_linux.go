@@ -1,16 +1,13 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/udpstp/udpstp/dataphase"
 	"golang.org/x/sys/unix"
@@ -224,7 +221,7 @@ func (s *Socket) connect(peer netip.AddrPort) error {
 	}
 	s.peer = unmapAddrPort(peer)
 	x.peer4 = IsIPv4Peer(peer)
-	s.discardQueued()
+	s.stats[CountPreConnect].Add(uint64(discardQueued(x.fd)))
 	// Connecting picks the source address for the peer; report that one
 	// (a client's JSON names it) rather than the wildcard it was bound to.
 	if sa, err := unix.Getsockname(x.fd); err == nil {
@@ -244,15 +241,14 @@ const maxPreConnect = 1 << 14
 // only for its peer's address and port; what was queued before stays
 // queued): a Setup's test port takes datagrams from anyone until its Test
 // Activation arrives, and a forged Status or Load PDU queued then would
-// otherwise reach the Data Phase as the peer's. The caller holds mu
-// shared.
-func (s *Socket) discardQueued() {
+// otherwise reach the Data Phase as the peer's. It returns how many it
+// dropped. The caller holds mu shared.
+func discardQueued(fd int) int {
 	var buf [1]byte
-	n := drain(maxPreConnect, func() error {
-		_, _, err := unix.Recvfrom(s.sys.fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+	return drain(maxPreConnect, func() error {
+		_, _, err := unix.Recvfrom(fd, buf[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC)
 		return err
 	})
-	s.stats[CountPreConnect].Add(uint64(n))
 }
 
 // drain runs read until it fails (EINTR aside: EAGAIN when the queue is
@@ -302,207 +298,6 @@ func (s *Socket) mtuPayload() int {
 // after EMSGSIZE), 0 if unknown. Datagrams whose packets exceed it are sent
 // without GSO, so the kernel fragments them.
 func (s *Socket) PathMTU() int { return int(s.sys.mtu.Load()) }
-
-func (s *Socket) sendTo(b []byte, to netip.AddrPort) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	a, err := addrForSocket(to, s.v6)
-	if err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
-	sa := sockaddrOf(a, s.v6)
-	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, sa) }); err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
-	return nil
-}
-
-func (s *Socket) send(b []byte) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	if !s.peer.IsValid() {
-		return ErrNotConnected
-	}
-	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, nil) }); err != nil {
-		return fmt.Errorf("send to %v: %w", s.peer, err)
-	}
-	return nil
-}
-
-// sendRetry runs a control-phase send, waiting up to controlSendWait for
-// room when the send buffer is full (the Data Phase never waits: it counts
-// backpressure). The caller holds mu shared.
-func (s *Socket) sendRetry(send func() error) error {
-	end := time.Now().Add(controlSendWait)
-	for {
-		err := send()
-		switch err {
-		case nil:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN, unix.ENOBUFS:
-			d := time.Until(end)
-			if d <= 0 {
-				return os.NewSyscallError("sendto", err)
-			}
-			events := int16(unix.POLLOUT)
-			if err == unix.ENOBUFS {
-				// A queue further down refused it: the socket stays
-				// writable, so POLLOUT would return at once. Wait a
-				// little (only Close ends it early) instead of spinning.
-				events, d = 0, min(d, controlRefusedWait)
-			}
-			if closed, perr := s.pollFd(events, d); perr != nil {
-				return perr
-			} else if closed {
-				return net.ErrClosed
-			}
-			continue
-		}
-		return os.NewSyscallError("sendto", err)
-	}
-}
-
-// pollFd waits up to d (negative: no limit) for events on the socket or for
-// Close. The caller holds mu shared.
-func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) {
-	x := &s.sys
-	var ts *unix.Timespec
-	if d >= 0 {
-		t := unix.NsecToTimespec(int64(d))
-		ts = &t
-	}
-	p := [2]unix.PollFd{{Fd: int32(x.fd), Events: events}, {Fd: int32(x.cancelFd), Events: unix.POLLIN}}
-	if _, err := unix.Ppoll(p[:], ts, nil); err != nil && err != unix.EINTR {
-		return false, os.NewSyscallError("ppoll", err)
-	}
-	return p[1].Revents != 0, nil
-}
-
-func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
-	var (
-		n  int
-		sa unix.Sockaddr
-	)
-	err := s.controlRead(deadline, func(fd int) (err error) {
-		n, sa, err = unix.Recvfrom(fd, b, 0)
-		return err
-	})
-	if err != nil {
-		return 0, netip.AddrPort{}, err
-	}
-	return n, addrPortOf(sa), nil
-}
-
-// controlRead runs read, a non-blocking receive on the descriptor, once a
-// datagram is there: at once when one is queued (a flooded control socket
-// never waits), else after a wait in the runtime's netpoller until
-// deadline (zero: without limit). It turns the outcome into RecvFrom's
-// errors.
-func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	err := retryEINTR(x.fd, read)
-	if err == unix.EAGAIN {
-		err = s.waitRead(deadline, read)
-	}
-	switch {
-	case err == nil:
-		return nil
-	case isPathError(err):
-		s.countPath(pathClassOf(err.(unix.Errno)))
-		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
-	case s.closed.Load():
-		return net.ErrClosed
-	case errors.As(err, new(unix.Errno)):
-		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
-	}
-	return fmt.Errorf("recv on %v: %w", s.laddr, err)
-}
-
-// retryEINTR runs read on fd again while it is interrupted.
-func retryEINTR(fd int, read func(fd int) error) error {
-	for {
-		if err := read(fd); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-// waitRead runs read through the runtime's netpoller, waiting until
-// deadline. The caller holds mu shared.
-func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
-	f, err := s.netpollerFile()
-	if err != nil {
-		return err
-	}
-	if err := f.SetReadDeadline(deadline); err != nil {
-		return err
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		rerr = retryEINTR(int(fd), read)
-		return rerr != unix.EAGAIN
-	}); err != nil {
-		return err
-	}
-	return rerr
-}
-
-// netpollerFile returns the socket's duplicate in the netpoller, making it
-// at the first wait.
-func (s *Socket) netpollerFile() (*os.File, error) {
-	x := &s.sys
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	if s.closed.Load() {
-		return nil, net.ErrClosed
-	}
-	if x.waitFile != nil {
-		return x.waitFile, nil
-	}
-	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
-	}
-	// The duplicate shares the open file description, O_NONBLOCK
-	// included, so os.NewFile registers it with the netpoller.
-	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
-	return x.waitFile, nil
-}
-
-// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
-// wait on it. An executor calls it when it takes the socket: from then on
-// its own epoll set watches the socket, and the runtime must not wake for
-// every datagram of the Data Phase.
-func (s *Socket) leaveNetpoller() {
-	x := &s.sys
-	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
-	if x.waitFile != nil {
-		x.waitFile.Close()
-		x.waitFile = nil
-	}
-}
 
 func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
 	// On an AF_INET6 socket, IPv4 packets to a mapped peer take their TOS
@@ -557,7 +352,7 @@ func (s *Socket) clearError() {
 	if x.fd < 0 {
 		return
 	}
-	s.drainErrQueue()
+	s.stats[CountSocketErrors].Add(uint64(drainErrQueue(x.fd)))
 	s.takePending()
 }
 
@@ -582,16 +377,15 @@ const maxErrQueue = 64
 
 // drainErrQueue reads the socket's error queue until it is empty (at most
 // maxErrQueue entries). It is on the error path only (after POLLERR), so
-// the small allocations of unix.Recvmsg do not matter. The caller holds
-// mu shared.
-func (s *Socket) drainErrQueue() {
+// the small allocations of unix.Recvmsg do not matter. It returns how many
+// entries it read. The caller holds mu shared.
+func drainErrQueue(fd int) int {
 	var data [64]byte
 	var oob [256]byte
-	n := drain(maxErrQueue, func() error {
-		_, _, _, _, err := unix.Recvmsg(s.sys.fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+	return drain(maxErrQueue, func() error {
+		_, _, _, _, err := unix.Recvmsg(fd, data[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 		return err
 	})
-	s.stats[CountSocketErrors].Add(uint64(n))
 }
 
 // lastSendWouldBlock reports whether the last SendBatch stopped on a full
@@ -602,42 +396,3 @@ func (s *Socket) lastSendWouldBlock() bool { return s.sys.lastBackpressure == un
 // lastSendBackpressure reports whether the last SendBatch stopped on
 // backpressure.
 func (s *Socket) lastSendBackpressure() bool { return s.sys.lastBackpressure != 0 }
-
-// sockaddrOf converts an address already in the socket's family form.
-func sockaddrOf(a netip.AddrPort, v6 bool) unix.Sockaddr {
-	if !v6 {
-		return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().As4()}
-	}
-	sa := &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
-	if z := a.Addr().Zone(); z != "" {
-		if id, err := strconv.ParseUint(z, 10, 32); err == nil {
-			sa.ZoneId = uint32(id)
-		} else if ifi, err := net.InterfaceByName(z); err == nil {
-			sa.ZoneId = uint32(ifi.Index)
-		}
-	}
-	return sa
-}
-
-// addrPortOf converts a kernel address, unmapping IPv4-mapped ones.
-func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		ip := netip.AddrFrom16(sa.Addr)
-		if ip.Is4In6() {
-			return netip.AddrPortFrom(ip.Unmap(), uint16(sa.Port))
-		}
-		if sa.ZoneId != 0 {
-			ip = ip.WithZone(strconv.FormatUint(uint64(sa.ZoneId), 10))
-		}
-		return netip.AddrPortFrom(ip, uint16(sa.Port))
-	}
-	return netip.AddrPort{}
-}
-
-// cmsgBytes returns the bytes of control buffer w.
-func cmsgBytes(w []uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
-}

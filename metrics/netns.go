@@ -1,11 +1,6 @@
 package metrics
 
-import (
-	"bufio"
-	"io"
-	"strconv"
-	"strings"
-)
+import "github.com/udpstp/udpstp/internal/netstat"
 
 // The kernel's UDP buffer errors of the server's network namespace: a
 // datagram dropped because a socket's receive buffer was full (the Engine
@@ -23,59 +18,16 @@ type udpBufferErrors struct {
 	OK             bool // the counters were found
 }
 
-// parseSNMP reads the "Udp:" header and value lines of /proc/net/snmp.
-func parseSNMP(r io.Reader) udpBufferErrors {
-	var e udpBufferErrors
-	sc := bufio.NewScanner(r)
-	var header []string
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if header == nil {
-			header = f
-			continue
-		}
-		for i := 1; i < len(f) && i < len(header); i++ {
-			v, err := strconv.ParseUint(f[i], 10, 64)
-			if err != nil {
-				continue
-			}
-			switch header[i] {
-			case "RcvbufErrors":
-				e.Rcvbuf, e.OK = v, true
-			case "SndbufErrors":
-				e.Sndbuf = v
-			}
-		}
-		break
+// udpErrorsOf picks the receive and send buffer errors, under keys rcv
+// and snd, out of the text of /proc/net/snmp or /proc/net/snmp6. Text the
+// parser rejects, or without the counters, gives none (OK false).
+func udpErrorsOf(text, rcv, snd string) udpBufferErrors {
+	c, err := netstat.Parse(text)
+	if err != nil {
+		return udpBufferErrors{}
 	}
-	return e
-}
-
-// parseSNMP6 reads the Udp6RcvbufErrors and Udp6SndbufErrors lines of
-// /proc/net/snmp6.
-func parseSNMP6(r io.Reader) udpBufferErrors {
-	var e udpBufferErrors
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
-		}
-		v, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch f[0] {
-		case "Udp6RcvbufErrors":
-			e.Rcvbuf, e.OK = v, true
-		case "Udp6SndbufErrors":
-			e.Sndbuf = v
-		}
-	}
-	return e
+	r, ok := c[rcv]
+	return udpBufferErrors{Rcvbuf: uint64(r), Sndbuf: uint64(c[snd]), OK: ok}
 }
 
 // udpNetnsSource reports what read returns for IPv4 and IPv6; a family

@@ -341,7 +341,7 @@ func TestInteropRepeat(t *testing.T) {
 				first.Wait()
 			}
 		})
-		time.Sleep(300 * time.Millisecond) // udpst says nothing when it listens
+		waitBound(t, first.Process.Pid, port) // udpst says nothing when it listens
 		file := filepath.Join(t.TempDir(), "repeat.json")
 		cmd := exec.Command(udpstpBin, clientArgs(file)...)
 		stdout, err := cmd.StdoutPipe()

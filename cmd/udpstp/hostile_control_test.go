@@ -18,10 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/netlab"
 )
 
@@ -150,7 +152,7 @@ func TestHostileForgedActivation(t *testing.T) {
 	status := make([]byte, 204)
 	status[0], status[1] = 0xFE, 0xED
 	for range 12 { // 3 s of forged Status PDUs
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // paces them: makes time pass, waits for nothing
 		forger.WriteToUDPAddrPort(status, testPort)
 		sent += ipBytes(len(status))
 	}
@@ -177,6 +179,7 @@ func TestHostileSetupFloodFromManySources(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var sent sync.Map
+	var total atomic.Int64 // Setup Requests the flood sent so far
 	for _, src := range sources {
 		c := hostileSocket(t, l, src)
 		wg.Add(1)
@@ -195,13 +198,14 @@ func TestHostileSetupFloodFromManySources(t *testing.T) {
 				}
 				c.WriteToUDPAddrPort(req, server)
 				n++
+				total.Add(1)
 			}
 			sent.Store(src, n)
 		}()
 	}
-	// The flood fills the pending budget (4 x 254) within a minute of
-	// Setups; the client comes once it has sent for a few seconds.
-	time.Sleep(4 * time.Second)
+	// The client comes once the flood has sent enough Setups to fill the
+	// pending budget (4 x 254) had the server admitted them all.
+	await.True(t, "the flood to send 4 x 254 Setup Requests", func() bool { return total.Load() >= 4*254 })
 	out, err := l.Command(l.ClientNS, udpstpBin, "client", "-d", "-f", "json", "-t", "5", "-I", "20",
 		"-p", fmt.Sprint(labPort), l.ServerAddr.String()).Output()
 	threadsDuring := procThreads(t, p.cmd.Process.Pid)

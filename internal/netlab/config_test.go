@@ -125,21 +125,6 @@ func TestLossRuleset(t *testing.T) {
 	}
 }
 
-func TestParseCounters(t *testing.T) {
-	m, err := parseCounters("Ip: Forwarding InReceives\nIp: 1 42\nUdp: InErrors RcvbufErrors\nUdp: 0 7\nIcmp6OutPktTooBigs              \t3\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m["Ip:InReceives"] != 42 || m["Udp:RcvbufErrors"] != 7 || m["Icmp6OutPktTooBigs"] != 3 || len(m) != 5 {
-		t.Errorf("parsed %v", m)
-	}
-	for _, bad := range []string{"Ip: A B\n", "Ip: A B\nIp: 1\n", "Ip: A\nUdp: 1\n", "Icmp6X y\n", "a b c\n"} {
-		if _, err := parseCounters(bad); err == nil {
-			t.Errorf("parsed %q", bad)
-		}
-	}
-}
-
 func TestRouterRulesets(t *testing.T) {
 	if routerRuleset(Config{}) != "" || firewallRuleset(Config{}) != "" {
 		t.Error("rules for a lab without NAT or firewall")

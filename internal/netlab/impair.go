@@ -68,11 +68,6 @@ const (
 // active reports whether the impairment does anything.
 func (m Impairment) active() bool { return m != Impairment{} }
 
-// usesMatch reports whether any per-packet decision needs the scope.
-func (m Impairment) usesMatch() bool {
-	return m.ReorderPct > 0 || m.DupPct > 0 || m.Loss != GilbertElliott{}
-}
-
 // normalize fills the defaults of m and checks it.
 func (m Impairment) normalize() (Impairment, error) {
 	pct := func(name string, v float64) error {

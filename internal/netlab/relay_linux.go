@@ -426,3 +426,8 @@ func probeTUN() error {
 	unix.Close(fd)
 	return nil
 }
+
+// usesMatch reports whether any per-packet decision needs the scope.
+func (m Impairment) usesMatch() bool {
+	return m.ReorderPct > 0 || m.DupPct > 0 || m.Loss != GilbertElliott{}
+}

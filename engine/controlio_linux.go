@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The Control Phase's I/O on a Socket: single datagrams sent with a short
+// wait for room, and received through the Go runtime's netpoller, so that
+// a socket awaiting its Test Activation parks a goroutine, never an OS
+// thread. The Data Phase's batch calls are in batch_linux.go.
+
+func (s *Socket) sendTo(b []byte, to netip.AddrPort) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	a, err := addrForSocket(to, s.v6)
+	if err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	sa := sockaddrOf(a, s.v6)
+	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, sa) }); err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	return nil
+}
+
+func (s *Socket) send(b []byte) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	if !s.peer.IsValid() {
+		return ErrNotConnected
+	}
+	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, nil) }); err != nil {
+		return fmt.Errorf("send to %v: %w", s.peer, err)
+	}
+	return nil
+}
+
+// sendRetry runs a control-phase send, waiting up to controlSendWait for
+// room when the send buffer is full (the Data Phase never waits: it counts
+// backpressure). The caller holds mu shared.
+func (s *Socket) sendRetry(send func() error) error {
+	end := time.Now().Add(controlSendWait)
+	for {
+		err := send()
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, unix.ENOBUFS:
+			d := time.Until(end)
+			if d <= 0 {
+				return os.NewSyscallError("sendto", err)
+			}
+			events := int16(unix.POLLOUT)
+			if err == unix.ENOBUFS {
+				// A queue further down refused it: the socket stays
+				// writable, so POLLOUT would return at once. Wait a
+				// little (only Close ends it early) instead of spinning.
+				events, d = 0, min(d, controlRefusedWait)
+			}
+			if closed, perr := pollFd(s.sys.fd, s.sys.cancelFd, events, d); perr != nil {
+				return perr
+			} else if closed {
+				return net.ErrClosed
+			}
+			continue
+		}
+		return os.NewSyscallError("sendto", err)
+	}
+}
+
+// pollFd waits up to d (negative: no limit) for events on fd or for
+// cancelFd, the Socket's close signal. The caller holds mu shared.
+func pollFd(fd, cancelFd int, events int16, d time.Duration) (closed bool, err error) {
+	var ts *unix.Timespec
+	if d >= 0 {
+		t := unix.NsecToTimespec(int64(d))
+		ts = &t
+	}
+	p := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(cancelFd), Events: unix.POLLIN}}
+	if _, err := unix.Ppoll(p[:], ts, nil); err != nil && err != unix.EINTR {
+		return false, os.NewSyscallError("ppoll", err)
+	}
+	return p[1].Revents != 0, nil
+}
+
+func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
+	var (
+		n  int
+		sa unix.Sockaddr
+	)
+	err := s.controlRead(deadline, func(fd int) (err error) {
+		n, sa, err = unix.Recvfrom(fd, b, 0)
+		return err
+	})
+	if err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	return n, addrPortOf(sa), nil
+}
+
+// controlRead runs read, a non-blocking receive on the descriptor, once a
+// datagram is there: at once when one is queued (a flooded control socket
+// never waits), else after a wait in the runtime's netpoller until
+// deadline (zero: without limit). It turns the outcome into RecvFrom's
+// errors.
+func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	err := retryEINTR(x.fd, read)
+	if err == unix.EAGAIN {
+		err = s.waitRead(deadline, read)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isPathError(err):
+		s.countPath(pathClassOf(err.(unix.Errno)))
+		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
+	case s.closed.Load():
+		return net.ErrClosed
+	case errors.As(err, new(unix.Errno)):
+		return fmt.Errorf("recv on %v: %w", s.laddr, os.NewSyscallError("recvfrom", err))
+	}
+	return fmt.Errorf("recv on %v: %w", s.laddr, err)
+}
+
+// retryEINTR runs read on fd again while it is interrupted.
+func retryEINTR(fd int, read func(fd int) error) error {
+	for {
+		if err := read(fd); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// waitRead runs read through the runtime's netpoller, waiting until
+// deadline. The caller holds mu shared.
+func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
+	f, err := s.netpollerFile()
+	if err != nil {
+		return err
+	}
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		rerr = retryEINTR(int(fd), read)
+		return rerr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	return rerr
+}
+
+// netpollerFile returns the socket's duplicate in the netpoller, making it
+// at the first wait.
+func (s *Socket) netpollerFile() (*os.File, error) {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	if x.waitFile != nil {
+		return x.waitFile, nil
+	}
+	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	}
+	// The duplicate shares the open file description, O_NONBLOCK
+	// included, so os.NewFile registers it with the netpoller.
+	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
+	return x.waitFile, nil
+}
+
+// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
+// wait on it. An executor calls it when it takes the socket: from then on
+// its own epoll set watches the socket, and the runtime must not wake for
+// every datagram of the Data Phase.
+func (s *Socket) leaveNetpoller() {
+	x := &s.sys
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if x.waitFile != nil {
+		x.waitFile.Close()
+		x.waitFile = nil
+	}
+}
