@@ -687,6 +687,9 @@ func TestShowRates(t *testing.T) {
 		{[]string{"server", "-S"}, dataphase.TableOptions{}, false},
 		{[]string{"server", "-S", "-j"}, dataphase.TableOptions{NoJumbo: true}, false},
 		{[]string{"client", "-d", "h", "-S", "-T", "-6"}, dataphase.TableOptions{TraditionalMTU: true}, true},
+		// Neither a direction nor a server, as udpst -S needs neither.
+		{[]string{"client", "-S"}, dataphase.TableOptions{}, false},
+		{[]string{"client", "-S", "-j", "-6"}, dataphase.TableOptions{NoJumbo: true}, true},
 	} {
 		r := run(t, tt.args...)
 		var want bytes.Buffer

@@ -34,6 +34,15 @@ func clientCommand() *cli.Command {
 
 func clientAction(c *cli.Context) error {
 	v := optionValues{c, forClient}
+	if v.on("show-rates") && !v.on("upstream") && !v.on("downstream") && !v.on("bidirectional") && c.Args().Len() == 0 {
+		// udpst -S prints the table before it asks for a direction or a
+		// server: only the options the table honours are read.
+		fam, err := family(v)
+		if err != nil {
+			return err
+		}
+		return showRates(c, v.on("no-jumbo"), v.on("traditional-mtu"), fam)
+	}
 	cfg, lo, err := clientConfig(v)
 	if err != nil {
 		return err
