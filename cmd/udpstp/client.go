@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -93,6 +94,9 @@ func clientTarget(v optionValues, cfg *control.ClientConfig) error {
 	// ("mutually exclusive").
 	up, down := v.on("upstream"), v.on("downstream")
 	if !up && !down && !v.on("bidirectional") {
+		if err := tookNext(v); err != nil {
+			return err
+		}
 		return configError("ERROR: Test direction required when client (%s or %s, or %s)", opt("upstream"), opt("downstream"), opt("bidirectional"))
 	}
 	cfg.Upstream = up && !bidirectional(v)
@@ -106,6 +110,9 @@ func clientTarget(v optionValues, cfg *control.ClientConfig) error {
 		return configError("ERROR: Server count exceeds maximum (%d)", control.MaxConnsPerClient)
 	}
 	if len(args) == 0 {
+		if err := tookNext(v); err != nil {
+			return err
+		}
 		return configError("ERROR: Server hostname or IP address required when client")
 	}
 	for _, a := range args {
@@ -345,4 +352,21 @@ func parseHostPort(arg string, port int) (control.ServerAddr, error) {
 		}
 	}
 	return control.ServerAddr{Host: host, Port: port}, nil
+}
+
+// tookNext explains a missing direction or server that a numeric option
+// took as its value, as getopt reads `-d -t h` (udpst then reports the
+// missing server): the option is named as missing its value instead.
+func tookNext(v optionValues) error {
+	for i := range options {
+		o := &options[i]
+		if (o.kind != decimal && o.kind != cInteger) || o.role&v.role == 0 || !v.set(o.name) {
+			continue
+		}
+		val := v.text(o.name)
+		if _, err := strconv.ParseInt(val, 0, 64); err != nil {
+			return configError("ERROR: Option %s needs a value ('%s' was read as its value)", o, val)
+		}
+	}
+	return nil
 }

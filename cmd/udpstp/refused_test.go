@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,34 +11,9 @@ import (
 	"github.com/udpstp/udpstp/internal/netlab"
 )
 
-// closedPort is a UDP port of addr where nothing listens: one a socket
-// was just bound to and closed (no other test binds ports at random on
-// that address in the gap).
-func closedPort(t testing.TB, addr string) netip.AddrPort {
-	t.Helper()
-	c, err := net.ListenPacket("udp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Skipf("no %s here: %v", addr, err)
-	}
-	ap := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
-	return ap
-}
-
-// refusedClient runs our client against a closed port and returns its
-// standard output, standard error and exit status, each read apart.
-func refusedClient(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return out.String(), errOut.String(), ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errOut.String(), 0
+// closedPort is a UDP port of host where nothing listens (freePort's).
+func closedPort(t testing.TB, host string) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr(host), uint16(freePort(t, host)))
 }
 
 // TestRefusedPort: a client asked to test against a port where nothing
@@ -58,9 +30,7 @@ func TestRefusedPort(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		t.Run(host, func(t *testing.T) {
 			ap := closedPort(t, host)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			stdout, stderr, code := refusedClient(t, exec.CommandContext(ctx, udpstpBin, "client", "-d", "-t", "5", ap.String()))
+			code, stdout, stderr := runQuick(t, nil, udpstpBin, "client", "-d", "-t", "5", ap.String())
 			refused := "WARNING: Connection refused by server " + ap.String() + " (ICMP port unreachable"
 			if code != 200 {
 				t.Errorf("exit %d, want 200", code)
@@ -91,7 +61,7 @@ func TestRefusedPortSentOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := netip.AddrPortFrom(l.ServerAddr, labPort)
-	stdout, _, code := refusedClient(t, l.Command(l.ClientNS, udpstpBin, "client", "-d", "-t", "5", server.String()))
+	code, stdout, _ := runQuick(t, nil, l.Command(l.ClientNS, udpstpBin, "client", "-d", "-t", "5", server.String()).Args...)
 	after, err := l.Counters(l.ServerNS)
 	if err != nil {
 		t.Fatal(err)
