@@ -4,6 +4,9 @@
 // gonum.org/v1/plot as SVG or PNG: capacity per Sub-Interval with the
 // maximum marked, delay variation, sequence errors and, where the file has
 // them, each connection's capacity and the sending rate the search used.
+// ReadDoc and RenderDoc take udpstp's --bidirectional and --repeat
+// documents too (Doc): a pair on one time axis, a repeat's runs side by
+// side.
 package plot
 
 import (
@@ -153,17 +156,20 @@ type (
 var ErrNoResults = errors.New("no Sub-Interval results to plot")
 
 // ReadFile reads the result file at path.
-func ReadFile(path string) (*Result, error) {
+func ReadFile(path string) (*Result, error) { return readFile(path, Read) }
+
+// readFile opens path and reads it with read, naming path in an error.
+func readFile[T any](path string, read func(io.Reader) (*T, error)) (*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := Read(f)
+	v, err := read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return r, nil
+	return v, nil
 }
 
 // Read reads one result document, as OB-UDPST's client or udpstp's writes
