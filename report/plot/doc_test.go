@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"image/png"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/udpstp/udpstp/internal/golden"
 )
 
 // Real results of udpstp's --bidirectional and --repeat on loopback
@@ -225,5 +228,33 @@ func TestPNGDoc(t *testing.T) {
 		if coloured < 100 {
 			t.Errorf("%s: %d coloured pixels sampled: no series drawn?", path, coloured)
 		}
+	}
+}
+
+// A downstream result of udpstp's has its delay variations to the µs
+// (udpstp.Delays): the delay panel draws those, where the whole ms of
+// loopback read 0, and says so.
+func TestFineDelays(t *testing.T) {
+	const path = "testdata/udpstp_ds_t5_fine.json"
+	r, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subMs := 0
+	for _, iv := range r.Intervals {
+		if iv.RTTAvg > 0 && iv.RTTAvg < 1 {
+			subMs++
+		}
+	}
+	if !r.FineDelays || subMs == 0 {
+		t.Errorf("fine delays %v, %d Sub-Intervals with a sub-ms RTT average: %+v", r.FineDelays, subMs, r.Intervals)
+	}
+	_, doc := renderSVG(t, path)
+	if !doc.hasPrefix(TitleDelay + ": RTT variation to the µs") {
+		t.Errorf("the delay panel does not say it is to the µs: %q", doc.texts)
+	}
+	ob, err := ReadFile(filepath.Join(golden.Require(t), "ds_default_v4", "client.json"))
+	if err != nil || ob.FineDelays {
+		t.Errorf("OB-UDPST's file: %v, fine delays %v", err, ob.FineDelays)
 	}
 }

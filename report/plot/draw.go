@@ -435,6 +435,9 @@ func delayPanel(r *Result) (*gonum.Plot, error) {
 		what, avg, mx = "one-way delay variation", func(iv *Interval) float64 { return iv.PDVAvg }, func(iv *Interval) float64 { return iv.PDVMax }
 	}
 	t := TitleDelay + ": " + what + ", the rate search's signal"
+	if r.FineDelays {
+		t = TitleDelay + ": " + what + " to the µs (the rate search used whole ms)"
+	}
 	if r.LowerMs > 0 || r.UpperMs > 0 {
 		t += fmt.Sprintf(" (thresholds %g-%g ms)", r.LowerMs, r.UpperMs)
 	}

@@ -259,6 +259,9 @@ func pairPanels(run *Run) ([]*gonum.Plot, error) {
 	if run.Tests[0].OneWay {
 		delayWhat = "one-way delay variation"
 	}
+	if run.Tests[0].FineDelays || run.Tests[len(run.Tests)-1].FineDelays {
+		delayWhat += " (to the µs where udpstp measured it)"
+	}
 	delayP := newPanel(TitleDelay+": "+delayWhat, "ms")
 	errP := newPanel(TitleErrors+" (solid lost, dashed out of order, dotted duplicated)", "datagrams")
 	xmax, ymax := 1.0, [3]float64{1, 1, 1}

@@ -45,6 +45,9 @@ type Result struct {
 	// PerConn is udpstp's per-connection figures ("udpstp"."Connections");
 	// nil for OB-UDPST's files, which have only the aggregate.
 	PerConn []Conn
+	// FineDelays: the Intervals' delays are udpstp's to the µs
+	// ("udpstp"."Delays"), not OB-UDPST's whole milliseconds.
+	FineDelays bool
 }
 
 // Interval is one aggregate Sub-Interval. Delays are in milliseconds.
@@ -106,7 +109,10 @@ type (
 		ErrorStatus         *float64
 		ErrorMessage        string
 		ErrorMessage2       string
-		Udpstp              *struct{ Connections []rawConn } `json:"udpstp"`
+		Udpstp              *struct {
+			Connections []rawConn
+			Delays      []rawInterval // to the µs, per aggregate Sub-Interval
+		} `json:"udpstp"`
 		// Keys of OB-UDPST's server statistics file (-G), to say what
 		// the file is instead of only what it is not.
 		DataRecords json.RawMessage `json:"data_records"`
@@ -283,9 +289,29 @@ func (raw *rawDoc) result() (*Result, error) {
 		for i, c := range raw.Udpstp.Connections {
 			r.PerConn = append(r.PerConn, conn(&c, i+1))
 		}
+		r.fineDelays(raw.Udpstp.Delays)
 	}
 	r.Conns = max(r.Conns, len(r.PerConn), 1)
 	return r, nil
+}
+
+// fineDelays puts udpstp's delay variations to the µs in place of the
+// whole milliseconds, when the file has them for every Sub-Interval.
+func (r *Result) fineDelays(fine []rawInterval) {
+	if len(fine) != len(r.Intervals) {
+		return
+	}
+	for i, f := range fine {
+		if finiteInt(f.Interval) != r.Intervals[i].N {
+			return
+		}
+	}
+	for i, f := range fine {
+		iv := &r.Intervals[i]
+		iv.RTTMin, iv.RTTAvg, iv.RTTMax = ms(f.RTTMin), ms(f.RTTAvg), ms(f.RTTMax)
+		iv.PDVMin, iv.PDVAvg, iv.PDVMax = ms(f.PDVMin), ms(f.PDVAvg), ms(f.PDVMax)
+	}
+	r.FineDelays = true
 }
 
 // fillSeconds gives every Sub-Interval a time: a file that lacks "Seconds"
