@@ -101,7 +101,7 @@ func (r *run) run(ctx context.Context) int {
 				return
 			}
 			c.cc = cc
-			c.suffix = fmt.Sprintf(" [Server %s:%d]", cc.Server.Addr(), cc.Server.Port())
+			c.suffix = " [Server " + cc.Server.String() + "]" // [::1]:24601, where OB-UDPST prints ::1:24601
 			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}})
 		}()
 	}

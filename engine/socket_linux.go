@@ -314,6 +314,30 @@ func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 	return s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, "IP_RECVTOS", unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS", 1)
 }
 
+func (s *Socket) setRecvErr(on bool) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	v := 0
+	if on {
+		v = 1
+	}
+	// IPv4 datagrams of an AF_INET6 socket (to a mapped peer) report
+	// through the IPv4 state, which IP_RECVERR sets on it too.
+	if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IP, unix.IP_RECVERR, v); err != nil {
+		return fmt.Errorf("IP_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
+	}
+	if s.v6 {
+		if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IPV6, unix.IPV6_RECVERR, v); err != nil {
+			return fmt.Errorf("IPV6_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
+		}
+	}
+	return nil
+}
+
 // setTOSOption sets a traffic class option to v: for packets to an IPv4
 // peer (ipv4Peer) the IP-level option v4, else the IPv6-level option v6,
 // which an IPv4 socket does not have. Errors name the option chosen.

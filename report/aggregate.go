@@ -131,8 +131,14 @@ func (c *Collector) emit(wall int64) {
 	if !c.opt.NoSubInt {
 		if c.text() {
 			c.write(subIntervalLine(c.prefix(0), n, &a.rec, a.l3, c.opt.LossRatio, c.ceOn(), intfText(c.intfOn(), intf)))
+			if a.rec.fine.Any() {
+				c.write(fineLine(c.prefix(0), n, &a.rec.fine))
+			}
 		}
 		c.res.intervals = append(c.res.intervals, res)
+		if a.rec.fine.Any() {
+			c.res.fine = append(c.res.fine, fineInterval{Interval: n, F: a.rec.fine})
+		}
 	}
 	if c.opt.OnInterval != nil {
 		c.opt.OnInterval(newInterval(-1, n, &a.rec, s, res))

@@ -32,7 +32,7 @@ func (r *results) document(f Format) *jobj {
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
 	top.str("ErrorMessage2", r.msg2)
-	if r.skips.any() || r.connsShown() {
+	if r.skips.any() || r.connsShown() || len(r.fine) > 0 {
 		top.add(ExtensionKey, r.extension())
 	}
 	return top
@@ -278,6 +278,9 @@ func (r *results) extension() *jobj {
 	}
 	if r.connsShown() {
 		o.add("Connections", r.connsArray())
+	}
+	if len(r.fine) > 0 {
+		o.add("Delays", r.fineArray())
 	}
 	return o
 }

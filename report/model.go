@@ -291,6 +291,7 @@ type results struct {
 	msg, msg2 string
 	skips     skipFigures
 	skipList  []skipInterval
+	fine      []fineInterval // ours, to the µs (fine.go)
 	// conns are the per-connection figures (conns.go), by 0-based
 	// connection index; rows indexes the Sending Rate Table to name rows.
 	conns map[int]*connSeries
