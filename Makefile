@@ -5,7 +5,9 @@ BIN       := bin/udpstp
 PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release from CHANGELOG.md, plus the commit where this is a checkout
+# (contrib/release/version): a fresh clone has no tag to describe.
+VERSION   ?= $(shell contrib/release/version)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
@@ -311,7 +313,7 @@ deploy-check:
 
 # release-lint: shellcheck on the packaging scripts and the maintainer
 # scripts (POSIX sh: dash runs them).
-RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist \
+RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist contrib/release/version \
 	contrib/debian/mkdeb contrib/debian/mkcopyright contrib/debian/check contrib/debian/install-check \
 	contrib/debian/postinst contrib/debian/prerm contrib/debian/postrm
 release-lint:
