@@ -198,4 +198,3 @@ func TestStillRisingTBF(t *testing.T) {
 		t.Errorf("the rule says rising behind a 20 Mbit/s tbf")
 	}
 }
-
