@@ -52,7 +52,9 @@ func TestVersionOfATreeWithoutGit(t *testing.T) {
 		t.Fatalf("copying the tree: %v\n%s", err, out)
 	}
 	bin := filepath.Join(tree, "udpstp-go")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/udpstp")
+	// -trimpath, as make build: the copy's packages then share the build
+	// cache with the tree's own builds (no path of the copy in them).
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/udpstp")
 	build.Dir = tree
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
