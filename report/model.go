@@ -296,4 +296,6 @@ type results struct {
 	// connection index; rows indexes the Sending Rate Table to name rows.
 	conns map[int]*connSeries
 	rows  map[dataphase.SendingRate]int
+	// stillRising: the search was still rising at the end (rising.go).
+	stillRising bool
 }
