@@ -109,10 +109,11 @@ func TestSetupFloodDoesNotLockOut(t *testing.T) {
 // TestPendingVictim: the oldest Test Connection of the heaviest source
 // goes; among sources holding as many as the newcomer's would, only one
 // that has waited longer than protectAge (a flood from many sources, one
-// Setup each, cannot evict a real client that is about to activate).
+// Setup each, cannot evict a real client that is about to activate); a
+// source never evicts its own, nor anyone a trusted source's.
 func TestPendingVictim(t *testing.T) {
 	now := time.Now()
-	p := newPendingSet(MaxPendingPerSource)
+	p := newPendingSet(0, 0)
 	var seq uint64
 	add := func(src string, age time.Duration) *serverConn {
 		seq++
@@ -126,19 +127,76 @@ func TestPendingVictim(t *testing.T) {
 	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != a1 {
 		t.Errorf("victim %v, want the oldest of the heaviest source", v)
 	}
-	if v := p.victim(netip.MustParseAddr("192.0.2.1"), now); v != nil {
-		t.Errorf("the heaviest source itself evicted %v", v)
+	// The heaviest source never evicts its own, but a pending Test
+	// Connection of another that waited past protectAge: a -C 8 client
+	// gets its second Setup in during a flood from many sources, one
+	// Setup each (issue 22: it used to get code 13).
+	if v := p.victim(netip.MustParseAddr("192.0.2.1"), now); v != b {
+		t.Errorf("the heaviest source's Setup evicted %v, want the other source's aged one", v)
 	}
-	p.remove(a1)
+	p.remove(a1, now)
 	// 192.0.2.1 and .2 hold one each now: a tie for a new source.
 	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v == nil || v.peer.Addr() != netip.MustParseAddr("192.0.2.1") && v != b {
 		t.Errorf("in a tie, victim %v, want the oldest one that waited past protectAge", v)
 	}
-	q := newPendingSet(MaxPendingPerSource)
+	q := newPendingSet(0, 0)
 	p = q
-	add("192.0.2.3", protectAge/10)
+	young := add("192.0.2.3", protectAge/10)
 	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != nil {
 		t.Errorf("in a tie, a Test Connection younger than protectAge was evicted")
+	}
+	// A source that has shown it receives evicts an unproven source's
+	// pending Test Connection whatever its age, and its own are never
+	// evicted.
+	trusted := netip.MustParseAddr("192.0.2.20")
+	p.get(trusted).until = now.Add(time.Minute)
+	if v := p.victim(trusted, now); v != young {
+		t.Errorf("a trusted source's Setup evicted %v, want the unproven one", v)
+	}
+	p.remove(young, now)
+	add("192.0.2.20", time.Minute)
+	add("192.0.2.20", time.Minute)
+	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != nil {
+		t.Errorf("a trusted source's pending Test Connection was evicted")
+	}
+}
+
+// TestUnprovenPendingBurst: a source that has not shown it receives
+// holds UnprovenPending pending Test Connections, plus a burst bucket up
+// to MaxPendingPerSource that refills slowly; once trusted it holds
+// MaxPendingPerSource again at once; IPv6 sources count by their /56.
+func TestUnprovenPendingBurst(t *testing.T) {
+	now := time.Now()
+	p := newPendingSet(0, 1000)
+	var seq uint64
+	fill := func(src string) int {
+		n := 0
+		for p.admit(netip.MustParseAddr(src), now) == capOK {
+			seq++
+			p.add(&serverConn{peer: netip.AddrPortFrom(netip.MustParseAddr(src), 1), seq: seq, at: now})
+			n++
+		}
+		return n
+	}
+	if n := fill("192.0.2.1"); n != MaxPendingPerSource {
+		t.Fatalf("first burst: %d admitted, want %d", n, MaxPendingPerSource)
+	}
+	for _, sc := range append([]*serverConn(nil), p.sources[p.key(netip.MustParseAddr("192.0.2.1"))].pending...) {
+		p.remove(sc, now)
+	}
+	if n := fill("192.0.2.1"); n != UnprovenPending {
+		t.Errorf("bucket spent: %d admitted, want %d", n, UnprovenPending)
+	}
+	p.get(netip.MustParseAddr("192.0.2.1")).validated = 1
+	if n := fill("192.0.2.1"); n != MaxPendingPerSource-UnprovenPending {
+		t.Errorf("trusted: %d more admitted, want %d", n, MaxPendingPerSource-UnprovenPending)
+	}
+	fill("2001:db8:0:1::1")
+	if p.admit(netip.MustParseAddr("2001:db8:0:ff::1"), now) == capOK {
+		t.Errorf("another /64 of the same /56 was admitted past the source's caps")
+	}
+	if p.admit(netip.MustParseAddr("2001:db8:0:100::1"), now) != capOK {
+		t.Errorf("another /56 was refused")
 	}
 }
 

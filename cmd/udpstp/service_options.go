@@ -27,6 +27,10 @@ type serviceOptions struct {
 
 	SetupRate int // --setup-rate: Setup Requests per second per source; 0 (the default): no limit
 
+	TestPorts     control.PortRange // --test-ports; zero: the kernel's ephemeral range
+	PerSource     int               // --max-conns-per-source; 0: control's default
+	SourcePrefix6 int               // --source-prefix6; 0: control's default
+
 	MetricsListen string // --metrics-listen: host:port of the Prometheus endpoint; "": none
 
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
@@ -67,9 +71,16 @@ func serviceOpts(v optionValues) (serviceOptions, error) {
 	err := v.numbers([]numberField{
 		{"log-size", &so.LogSizeKB},
 		{"setup-rate", &so.SetupRate},
+		{"max-conns-per-source", &so.PerSource},
+		{"source-prefix6", &so.SourcePrefix6},
 	})
 	if err != nil {
 		return so, err
+	}
+	if v.set("test-ports") {
+		if so.TestPorts, err = control.ParsePortRange(v.text("test-ports")); err != nil {
+			return so, configError("ERROR: %v for %s", err, opt("test-ports"))
+		}
 	}
 	if so.MetricsListen, err = metricsListen(v); err != nil {
 		return so, err

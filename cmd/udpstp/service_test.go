@@ -732,6 +732,10 @@ func TestServiceOptions(t *testing.T) {
 		so.LogLevel != slog.LevelWarn || !so.LogLevelSet || so.SetupRate != 0 || so.AuthKey != "single" || so.KeyFile == "" {
 		t.Errorf("all set: %+v", so)
 	}
+	_, lo = mustServer(t, "--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64")
+	if so := lo.Service; so.TestPorts != (control.PortRange{Lo: 40000, Hi: 40999}) || so.PerSource != 64 || so.SourcePrefix6 != 64 {
+		t.Errorf("admission options: %+v", so)
+	}
 	if err := so.absPaths(); err != nil || !filepath.IsAbs(so.LogFile) || !filepath.IsAbs(so.StatsFile) || !filepath.IsAbs(so.KeyFile) {
 		t.Errorf("absPaths: %v %+v", err, so)
 	}
