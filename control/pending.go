@@ -24,10 +24,8 @@ import (
 //   - no source holds more than its running cap, pending and running
 //     together (ServerOptions.MaxConnsPerSource);
 //   - when every slot (or, with -B, the bandwidth) is reserved, a Setup
-//     evicts a pending Test Connection of an unproven source: the oldest of
-//     the heaviest one if that holds more than the newcomer would, else
-//     the oldest one that has waited protectAge; a trusted source's Setup
-//     evicts the oldest unproven one whatever its age. A trusted source's
+//     evicts the oldest pending Test Connection of another, unproven
+//     source. A trusted source's
 //     pending and every running Test Connection are never evicted. A real
 //     client activates within a round trip, long before a flood makes its
 //     Setup the oldest.
@@ -61,11 +59,6 @@ const (
 	// the share of an IPv4 one.
 	DefaultSourcePrefix6 = 56
 )
-
-// protectAge shields a Test Connection awaiting activation from eviction
-// by an unproven source's Setup: a real client activates within a round
-// trip, so one that has waited longer is more likely a flood's.
-const protectAge = 500 * time.Millisecond
 
 // source is what the server knows of one source. Guarded by Server.mu.
 type source struct {
@@ -166,40 +159,25 @@ func (p *pendingSet) hardFull(src netip.Addr) bool {
 }
 
 // victim is the pending Test Connection to evict to make room for a Setup
-// from src at now, nil if none may be: only other, unproven sources'
-// pending ones are candidates (a flood never evicts its own sender's
-// clients behind the same address). The oldest of the heaviest source goes if it holds
-// more than src would with one more; else the oldest that has waited
-// protectAge (any age for a trusted src).
+// from src, nil if none may be: the oldest pending one of another,
+// unproven source. Oldest first: a real client activates within a round
+// trip, so under a flood its Test Connections are the youngest, and a
+// flood of F Setups a second over S slots gives each S/F seconds (2.5 s at
+// 100 a second over 254 slots) before it is the oldest. A flood from one
+// source is bounded by that source's caps, and its Test Connections age
+// and go first like anyone's.
 func (p *pendingSet) victim(src netip.Addr, now time.Time) *serverConn {
-	own, trusted := 0, false
 	me := p.sources[p.key(src)]
-	if me != nil {
-		own, trusted = len(me.pending), me.trusted(now)
-	}
-	var heavy []*serverConn
 	var oldest *serverConn
 	for _, s := range p.sources {
 		if len(s.pending) == 0 || s == me || s.trusted(now) {
 			continue
 		}
-		l := s.pending
-		if len(l) > len(heavy) || (len(l) == len(heavy) && l[0].seq < heavy[0].seq) {
-			heavy = l
-		}
-		if oldest == nil || l[0].seq < oldest.seq {
-			oldest = l[0]
+		if c := s.pending[0]; oldest == nil || c.seq < oldest.seq {
+			oldest = c
 		}
 	}
-	switch {
-	case oldest == nil:
-		return nil
-	case len(heavy) > own+1:
-		return heavy[0]
-	case trusted || now.Sub(oldest.at) >= protectAge:
-		return oldest
-	}
-	return nil
+	return oldest
 }
 
 // add puts sc, set up from sc.peer, in the set.

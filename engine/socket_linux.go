@@ -25,17 +25,22 @@ type sysSocket struct {
 	mu sync.RWMutex
 	fd int
 	// cancelFd is an eventfd that Close makes readable before it takes mu,
-	// so that a RecvFrom or executor wait blocked in ppoll returns and lets
+	// so that an executor wait blocked in ppoll or epoll returns and lets
 	// go of mu (the rwcancel pattern of wireguard-go, with an eventfd
-	// instead of a pipe).
+	// instead of a pipe). It is made when an executor takes the socket
+	// (leaveNetpoller), -1 before: a server's test socket awaiting its Test
+	// Activation costs one descriptor, not two (docs/security.md). It is
+	// written with both mu and waitMu held.
 	cancelFd int
 
-	// waitMu guards waitFile, a duplicate of fd in the Go runtime's
-	// netpoller: the control phase waits on it (RecvFrom), so a socket
-	// awaiting its Test Activation parks a goroutine, never an OS thread
-	// (a blocking ppoll would hold one each: 262 threads under a Setup
-	// flood). It is made at the first wait and dropped when an executor
-	// takes the socket, whose epoll set then owns its readiness.
+	// waitMu guards waitFile, fd itself in the Go runtime's netpoller
+	// (os.NewFile, no duplicate): the control phase waits on it
+	// (RecvFrom), so a socket awaiting its Test Activation parks a
+	// goroutine, never an OS thread (a blocking ppoll would hold one each:
+	// 262 threads under a Setup flood). It is made at the first wait and
+	// owns fd while it exists: when an executor takes the socket, fd moves
+	// to a duplicate and waitFile is closed, so the runtime does not wake
+	// for every datagram of the Data Phase.
 	waitMu   sync.Mutex
 	waitFile *os.File
 
@@ -154,18 +159,15 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	} else {
 		s.laddr = p.addr
 	}
-	if err := s.adopt(fd, o); err != nil {
-		return fail("eventfd for", err)
-	}
+	s.adopt(fd, o)
 	return nil
 }
 
 // adopt finishes a Socket on fd, an open and bound UDP socket with receive
 // timestamps on, for OpenUDP and SocketFromFD alike: the buffer sizes
 // granted, the GSO probe (unless o.NoGSO), UDP GRO (if o.GRO), the close
-// signal and the random filler. It fails only if the close signal's
-// eventfd cannot be made; the caller then closes fd.
-func (s *Socket) adopt(fd int, o SocketOptions) error {
+// filler. The close signal is made later, by the executor that takes it.
+func (s *Socket) adopt(fd int, o SocketOptions) {
 	x := &s.sys
 	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
@@ -176,13 +178,8 @@ func (s *Socket) adopt(fd int, o SocketOptions) error {
 		s.gso.Store(true)
 	}
 	s.enableGRO(fd, o)
-	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return os.NewSyscallError("eventfd", err)
-	}
-	x.fd, x.cancelFd = fd, cfd
+	x.fd, x.cancelFd = fd, -1
 	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
-	return nil
 }
 
 func (s *Socket) fd() int {
@@ -192,16 +189,38 @@ func (s *Socket) fd() int {
 	return x.fd
 }
 
+// pastDeadline ends a netpoller wait at once.
+var pastDeadline = time.Unix(1, 0)
+
 func (s *Socket) close() error {
 	x := &s.sys
-	one := [8]byte{1}
-	_, _ = unix.Write(x.cancelFd, one[:])
-	s.leaveNetpoller() // ends a RecvFrom waiting there, so mu can be taken
+	// Wake the waits that hold mu shared: an executor's (cancelFd), a
+	// RecvFrom's in the netpoller (a deadline in the past; closed is set
+	// already, so no new wait starts, see netpollerFile).
+	x.waitMu.Lock()
+	if x.cancelFd >= 0 {
+		one := [8]byte{1}
+		_, _ = unix.Write(x.cancelFd, one[:])
+	}
+	if x.waitFile != nil {
+		_ = x.waitFile.SetReadDeadline(pastDeadline)
+	}
+	x.waitMu.Unlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	err := unix.Close(x.fd)
-	unix.Close(x.cancelFd)
+	x.waitMu.Lock()
+	var err error
+	if x.waitFile != nil {
+		err = x.waitFile.Close() // it owns fd
+		x.waitFile = nil
+	} else {
+		err = unix.Close(x.fd)
+	}
+	if x.cancelFd >= 0 {
+		unix.Close(x.cancelFd)
+	}
 	x.fd, x.cancelFd = -1, -1
+	x.waitMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("close %v: %w", s.laddr, os.NewSyscallError("close", err))
 	}
@@ -376,6 +395,11 @@ func (s *Socket) sendRetry(send func() error) error {
 // Close. The caller holds mu shared.
 func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) {
 	x := &s.sys
+	if x.cancelFd < 0 && (d < 0 || d > noCancelSlice) {
+		// No close signal yet (a socket no executor took): wait in short
+		// slices, so that Close, which waits for mu, is not held long.
+		d = noCancelSlice
+	}
 	var ts *unix.Timespec
 	if d >= 0 {
 		t := unix.NsecToTimespec(int64(d))
@@ -385,8 +409,12 @@ func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) 
 	if _, err := unix.Ppoll(p[:], ts, nil); err != nil && err != unix.EINTR {
 		return false, os.NewSyscallError("ppoll", err)
 	}
-	return p[1].Revents != 0, nil
+	return p[1].Revents != 0 || s.closed.Load(), nil
 }
+
+// noCancelSlice bounds a control-phase send's wait on a socket without a
+// close signal.
+const noCancelSlice = 20 * time.Millisecond
 
 func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
 	var (
@@ -422,6 +450,8 @@ func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error 
 	switch {
 	case err == nil:
 		return nil
+	case s.closed.Load():
+		return net.ErrClosed // Close ended the wait with a past deadline
 	case isPathError(err):
 		s.countPath(pathClassOf(err.(unix.Errno)))
 		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
@@ -447,11 +477,8 @@ func retryEINTR(fd int, read func(fd int) error) error {
 // waitRead runs read through the runtime's netpoller, waiting until
 // deadline. The caller holds mu shared.
 func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
-	f, err := s.netpollerFile()
+	f, err := s.netpollerFile(deadline)
 	if err != nil {
-		return err
-	}
-	if err := f.SetReadDeadline(deadline); err != nil {
 		return err
 	}
 	rc, err := f.SyscallConn()
@@ -468,40 +495,66 @@ func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
 	return rerr
 }
 
-// netpollerFile returns the socket's duplicate in the netpoller, making it
-// at the first wait.
-func (s *Socket) netpollerFile() (*os.File, error) {
+// netpollerFile returns the socket's descriptor in the netpoller, making
+// it at the first wait, with its read deadline set. The deadline is set
+// under waitMu after closed is checked, so a Close that came first is
+// seen and one that comes later overrides it with its past deadline.
+func (s *Socket) netpollerFile(deadline time.Time) (*os.File, error) {
 	x := &s.sys
 	x.waitMu.Lock()
 	defer x.waitMu.Unlock()
 	if s.closed.Load() {
 		return nil, net.ErrClosed
 	}
-	if x.waitFile != nil {
-		return x.waitFile, nil
+	if x.waitFile == nil {
+		// fd is O_NONBLOCK, so os.NewFile registers it with the
+		// netpoller; the File owns fd from now on (close).
+		x.waitFile = os.NewFile(uintptr(x.fd), "udp "+s.laddr.String())
 	}
-	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	if err := x.waitFile.SetReadDeadline(deadline); err != nil {
+		return nil, err
 	}
-	// The duplicate shares the open file description, O_NONBLOCK
-	// included, so os.NewFile registers it with the netpoller.
-	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
 	return x.waitFile, nil
 }
 
-// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
-// wait on it. An executor calls it when it takes the socket: from then on
-// its own epoll set watches the socket, and the runtime must not wake for
-// every datagram of the Data Phase.
+// leaveNetpoller readies the socket for an executor, which calls it when
+// it takes the socket: it makes the close signal the executor's wait
+// watches, and takes fd out of the netpoller (its own epoll set or ppoll
+// watches the socket from then on, and the runtime must not wake for
+// every datagram of the Data Phase). fd moves to a duplicate, with mu held
+// exclusively so no one uses the old number meanwhile, and the netpoller's
+// File, which owns the old number, is closed.
 func (s *Socket) leaveNetpoller() {
 	x := &s.sys
 	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
 	if x.waitFile != nil {
-		x.waitFile.Close()
-		x.waitFile = nil
+		_ = x.waitFile.SetReadDeadline(pastDeadline) // a RecvFrom still waiting lets go of mu
 	}
+	x.waitMu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if x.fd < 0 {
+		return
+	}
+	if x.cancelFd < 0 {
+		// Without it, an executor's wait ends at its next deadline rather
+		// than at Close; only a process out of descriptors gets here.
+		if cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+			x.cancelFd = cfd
+		}
+	}
+	if x.waitFile == nil {
+		return
+	}
+	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return // fd stays in the netpoller: only spurious wake-ups
+	}
+	old := x.waitFile
+	x.fd, x.waitFile = dup, nil
+	old.Close()
 }
 
 func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
