@@ -24,6 +24,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/netlab"
 	"golang.org/x/sys/unix"
 )
@@ -418,6 +419,16 @@ func TestHostileBlindSpray(t *testing.T) {
 	}
 }
 
+// procFds counts a process's open descriptors.
+func procFds(t *testing.T, pid int) int {
+	t.Helper()
+	e, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(e)
+}
+
 // TestHostilePendingFds: a Test Connection awaiting its activation costs
 // the server one descriptor, its socket (issue 22: three, the socket, a
 // duplicate in the runtime's netpoller and an eventfd).
@@ -425,13 +436,7 @@ func TestHostilePendingFds(t *testing.T) {
 	l, p := admissionLab(t)
 	server := netip.AddrPortFrom(l.ServerAddr, labPort)
 	pid := p.cmd.Process.Pid
-	fds := func() int {
-		e, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(e)
-	}
+	fds := func() int { return procFds(t, pid) }
 	before := fds()
 	const n = control.UnprovenPending
 	c := hostileSocket(t, l, l.ClientAddr)
@@ -454,5 +459,60 @@ func TestHostilePendingFds(t *testing.T) {
 	t.Logf("server descriptors: %d before, %d with %d pending Test Connections (%.2f each)", before, during, n, float64(during-before)/n)
 	if during-before > n {
 		t.Errorf("%d pending Test Connections cost %d descriptors, more than one each", n, during-before)
+	}
+}
+
+// acceptedOf sends n Setup Requests from c and counts those accepted
+// (refusals beyond the answer budget are not answered: they count as
+// refused).
+func acceptedOf(t *testing.T, c *net.UDPConn, server netip.AddrPort, n int) int {
+	t.Helper()
+	for range n {
+		if _, err := c.WriteToUDPAddrPort(setupRequest(), server); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepted := 0
+	buf := make([]byte, 2048)
+	for {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		k, err := c.Read(buf)
+		if err != nil {
+			return accepted
+		}
+		var r control.SetupPDU
+		if !control.IsNullPDU(buf[:k]) && r.Decode(buf[:k]) == nil && r.CmdResponse == control.SetupAccepted {
+			accepted++
+		}
+	}
+}
+
+// TestHostileAdmissionTrust: a source that spent its burst of pending Test
+// Connections (128 Setups never activated) holds 16 more at most; once a
+// real client from it has run a test validated by the proof of receipt,
+// it is trusted and holds up to 128 again (issue 22: ten -C 8 clients
+// behind one address that come back within a minute).
+func TestHostileAdmissionTrust(t *testing.T) {
+	l, p := admissionLab(t)
+	server := netip.AddrPortFrom(l.ServerAddr, labPort)
+	c := hostileSocket(t, l, l.ClientAddr)
+	before := procFds(t, p.cmd.Process.Pid)
+	if got := acceptedOf(t, c, server, control.MaxPendingPerSource); got != control.MaxPendingPerSource {
+		t.Fatalf("first burst: %d of %d accepted", got, control.MaxPendingPerSource)
+	}
+	// The burst's Test Connections time out (SetupTimeout) and close
+	// their sockets; the source's bucket stays empty but for its slow
+	// refill.
+	await.True(t, "the burst's Test Connections released", func() bool { return procFds(t, p.cmd.Process.Pid) <= before })
+	r, err := runLabClient(t, l, udpstpBin, true)
+	if err != nil || r.ErrorStatus != 0 {
+		t.Fatalf("a real client from the source: %v ErrorStatus %d %s", err, r.ErrorStatus, r.ErrorMessage)
+	}
+	const n = 64
+	got := acceptedOf(t, hostileSocket(t, l, l.ClientAddr), server, n)
+	t.Logf("after a validated test: %d of %d Setups accepted from the source (untrusted with a spent bucket: at most %d and the refill)",
+		got, n, control.UnprovenPending)
+	if got != n {
+		t.Errorf("a source trusted by its validated test got %d of %d pending Test Connections", got, n)
 	}
 }
