@@ -17,6 +17,8 @@ import (
 // memNetwork is the in-memory network as a control.Network.
 type memNetwork struct{ *memnet.Net }
 
+var _ control.Network = memNetwork{}
+
 func (n memNetwork) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	s, err := n.Listen(laddr, o.Family)
 	if err != nil {

@@ -9,6 +9,14 @@ import (
 	"github.com/udpstp/udpstp/internal/memnet"
 )
 
+// memnet's sockets and Data Phases are the Control Phase's (memnet cannot
+// import control to say so itself); fakeNet is its Network.
+var (
+	_ Socket    = (*memnet.Socket)(nil)
+	_ DataPhase = (*memnet.DataPhase)(nil)
+	_ Network   = fakeNet{}
+)
+
 // fakeNet is the in-memory network (internal/memnet, which cannot import
 // control) as a Network.
 type fakeNet struct{ *memnet.Net }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"sync/atomic"
@@ -91,9 +92,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	sc.log.log = log
 	hdr := uint64(dataphase.L3Overhead(!IsIPv4(peer)))
 	var endReason atomic.Uint32
-	validated := false // read on the executor's thread only
+	// The highest Sub-Interval rate, for the line that ends the test; the
+	// events come on the executor's thread, the line on this one.
+	var maxMbps atomic.Uint64 // math.Float64bits
+	validated := false        // read on the executor's thread only
 	onEvent := func(ev dataphase.Event) {
-		s.countEvent(&ev)
+		s.countEvent(&ev, core.LoadSender())
 		if !validated && core.Validated() {
 			// The peer showed it receives (dataphase/amplification.go):
 			// its source is trusted (pending.go).
@@ -104,6 +108,11 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 				s.pending.validated(sc)
 			}
 			s.mu.Unlock()
+		}
+		if ev.Kind == dataphase.EvSubInterval {
+			if r := l3Mbps(&ev.SubInt.Stats, hdr); r > math.Float64frombits(maxMbps.Load()) {
+				maxMbps.Store(math.Float64bits(r))
+			}
 		}
 		switch ev.Kind {
 		case dataphase.EvEnd:
@@ -151,10 +160,17 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	sc.dp = s.net.RunDataPhase(sc.sock, core, onEvent)
 	s.mu.Unlock()
 	log.Info("test started", "direction", direction(core))
+	started := time.Now()
 	<-sc.dp.Done()
 	r := dataphase.EndReason(endReason.Load())
 	s.Counters.end(core.LoadSender(), r)
-	log.Info("test ended", "reason", r.String())
+	// One line per test, never per datagram: who, which way, the highest
+	// Sub-Interval rate (IP layer, as the receiving end counted it), the
+	// ErrorStatus the test ends with (as -1 exits) and how long it ran.
+	// The reason stays last, where the tests that read it look.
+	log.Info("test ended", "direction", direction(core),
+		"max_mbps_l3", fmt.Sprintf("%.2f", math.Float64frombits(maxMbps.Load())), "error_status", status.Load(),
+		"duration", time.Since(started).Round(time.Millisecond), "reason", r.String())
 }
 
 // OB-UDPST's ErrorStatus bounds: warnings are 1..49; 255 is an

@@ -103,11 +103,12 @@ type ServerCounters struct {
 	ended    [numDirs][dataphase.NumEndReasons]atomic.Uint64 // by direction and end reason
 	// Running Data Phases by direction.
 	runningDown, runningUp atomic.Int64
-	// data adds up the Data Phases' counts (the -G file's traffic
-	// figures). They come from Status PDUs, so they are what each
-	// receiving end counted: the load the server sent as its clients
-	// received it, and the load the server received.
-	data dataphase.AtomicCounts
+	// data adds up the Data Phases' counts by direction (the -G file's
+	// traffic figures are their sum). They come from Status PDUs, so they
+	// are what each receiving end counted: the load the server sent as
+	// its clients received it, and the load the server received; the
+	// Load Sender's own figures (Skipped Bursts) are the downstream ones.
+	data [numDirs]dataphase.AtomicCounts
 }
 
 // Add counts one of c.
@@ -163,10 +164,15 @@ func (s *Server) countAuth(code uint8) {
 }
 
 // countEvent adds what a Data Phase counted (an EvTrial's or EvEnd's
-// Counts) to the totals. It runs on the executor's thread for every
-// event, so it only adds.
-func (s *Server) countEvent(ev *dataphase.Event) {
-	s.Counters.data.Add(&ev.Counts)
+// Counts) to the totals of its direction (the server sends the load
+// downstream). It runs on the executor's thread for every event, so it
+// only adds.
+func (s *Server) countEvent(ev *dataphase.Event, loadSender bool) {
+	d := dirUp
+	if loadSender {
+		d = dirDown
+	}
+	s.Counters.data[d].Add(&ev.Counts)
 }
 
 // ServerSnapshot is a copy of a Server's counters and state at one time
@@ -183,7 +189,8 @@ type ServerSnapshot struct {
 	Rejected [numSetupCodes]uint64                    // by Setup code
 	Ended    [numDirs][dataphase.NumEndReasons]uint64 // by direction (downstream first) and dataphase.EndReason
 
-	Data dataphase.Counts // the Data Phases' counters, added up
+	Data    dataphase.Counts          // the Data Phases' counters, added up
+	DataDir [numDirs]dataphase.Counts // the same by direction, downstream first
 }
 
 // RejectedTotal is the number of Setup Requests answered with a refusal.
@@ -215,7 +222,10 @@ func (s *Server) Snapshot() ServerSnapshot {
 			n.Ended[d][r] = c.ended[d][r].Load()
 		}
 	}
-	n.Data = c.data.Load()
+	for d := range c.data {
+		n.DataDir[d] = c.data[d].Load()
+		n.Data.Add(&n.DataDir[d])
+	}
 	return n
 }
 
@@ -242,8 +252,8 @@ const bytesPerMbps = 1e6 / 8
 // Each calls f for every value of the snapshot, in a fixed order: the
 // gauges, the Control Phase counters, the refusals by Setup code and the
 // ends by direction and reason (the codes and reasons that exist, zero or
-// not), and the Data Phases' counters. The bandwidth limit is listed only
-// with -B.
+// not), and the Data Phases' counters by direction. The bandwidth limit is
+// listed only with -B.
 func (n *ServerSnapshot) Each(f func(Metric)) {
 	gauge := func(name, help, dir string, v uint64) {
 		f(Metric{CounterInfo: dataphase.CounterInfo{Name: name, Help: help}, Gauge: true, Direction: dir, Value: v})
@@ -273,6 +283,8 @@ func (n *ServerSnapshot) Each(f func(Metric)) {
 		}
 	}
 	for c := range dataphase.NumCounters {
-		f(Metric{CounterInfo: c.Info(), Value: n.Data[c]})
+		for d := range n.DataDir {
+			f(Metric{CounterInfo: c.Info(), Direction: dirNames[d], Value: n.DataDir[d][c]})
+		}
 	}
 }

@@ -200,12 +200,12 @@ func TestDataPhaseEventsCounted(t *testing.T) {
 	var a, b dataphase.Counts
 	a[dataphase.CountStatusSent], a[dataphase.CountRxIPBytes], a[dataphase.CountLocalStatusLoss] = 1, 1280, 3+65535
 	b[dataphase.CountStatusSent], b[dataphase.CountLoadInvalidSize], b[dataphase.CountStatusInvalidChecksum] = 2, 1, 4
-	for _, ev := range []dataphase.Event{
+	for i, ev := range []dataphase.Event{
 		{Kind: dataphase.EvTrial, Counts: a},
 		{Kind: dataphase.EvEnd, Counts: b},
 		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"},
 	} {
-		s.countEvent(&ev)
+		s.countEvent(&ev, i == 0) // the first of a Load Sender (downstream)
 	}
 	var want dataphase.Counts
 	want[dataphase.CountStatusSent] = 3
@@ -213,8 +213,12 @@ func TestDataPhaseEventsCounted(t *testing.T) {
 	want[dataphase.CountLocalStatusLoss] = 3 + 65535
 	want[dataphase.CountLoadInvalidSize] = 1
 	want[dataphase.CountStatusInvalidChecksum] = 4
-	if got := s.Snapshot().Data; got != want {
-		t.Errorf("data totals\n got %v\nwant %v", got, want)
+	n := s.Snapshot()
+	if n.Data != want {
+		t.Errorf("data totals\n got %v\nwant %v", n.Data, want)
+	}
+	if n.DataDir[dirDown] != a || n.DataDir[dirUp] != b {
+		t.Errorf("by direction: downstream %v (want %v), upstream %v (want %v)", n.DataDir[dirDown], a, n.DataDir[dirUp], b)
 	}
 }
 
@@ -229,7 +233,7 @@ func TestSnapshotEach(t *testing.T) {
 	s.Counters.end(false, dataphase.EndWatchdog)
 	s.Counters.end(true, dataphase.EndStopped)
 	s.Counters.end(true, dataphase.EndStopped)
-	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}})
+	s.countEvent(&dataphase.Event{Kind: dataphase.EvEnd, Counts: dataphase.Counts{dataphase.CountTxLoss: 7}}, true)
 	s.Counters.runningUp.Add(1)
 	n := s.Snapshot()
 	values := map[string]uint64{}
@@ -250,7 +254,7 @@ func TestSnapshotEach(t *testing.T) {
 		t.Error(err)
 	}
 	labelled := int(numSetupCodes-SetupBadVersion) + numDirs*int(dataphase.NumEndReasons-dataphase.EndStopped)
-	if want := 8 + int(NumServerCounters) + labelled + int(dataphase.NumCounters); count != want {
+	if want := 8 + int(NumServerCounters) + labelled + numDirs*int(dataphase.NumCounters); count != want {
 		t.Errorf("%d values listed, want %d", count, want)
 	}
 	for _, c := range []struct {
@@ -263,7 +267,8 @@ func TestSnapshotEach(t *testing.T) {
 		{"tests_ended{upstream,reason=watchdog}", 1},
 		{"tests_ended{downstream,reason=watchdog}", 0},
 		{"tests_ended{downstream,reason=stopped}", 2},
-		{"tx_loss{,=}", 7},
+		{"tx_loss{downstream,=}", 7},
+		{"tx_loss{upstream,=}", 0},
 		{"running_connections{upstream,=}", 1},
 		{"running_connections{downstream,=}", 0},
 		{"max_connections{,=}", 7},

@@ -42,6 +42,8 @@ type RefusalSink interface {
 	PeerRefused(n int)
 }
 
+var _ RefusalSink = (*dataphase.Conn)(nil)
+
 // tellRefused hands the core the refusals its socket counted since the
 // last turn. It is an atomic load per turn; the interface check costs no
 // allocation.

@@ -47,6 +47,8 @@ type Collector struct {
 	descs map[string]*prometheus.Desc // by full name and label names
 }
 
+var _ prometheus.Collector = (*Collector)(nil)
+
 // NewCollector returns a Collector over sources.
 func NewCollector(sources ...Source) *Collector {
 	return &Collector{sources: sources, descs: map[string]*prometheus.Desc{}}

@@ -37,9 +37,9 @@ func newFakeServer() *fakeServer {
 	n.Rejected[control.SetupCapExceeded] = 2
 	n.Ended[0][dataphase.EndStopped] = 6
 	n.Ended[1][dataphase.EndWatchdog] = 1
-	n.Data[dataphase.CountTxIPBytes] = 123456789
-	n.Data[dataphase.CountStatusReceived] = 400
-	n.Data[dataphase.CountSkippedBursts] = 3
+	n.DataDir[0][dataphase.CountTxIPBytes] = 123456789 // downstream
+	n.DataDir[1][dataphase.CountStatusReceived] = 400  // upstream
+	n.DataDir[0][dataphase.CountSkippedBursts] = 3
 	f.down[engine.CountSentDatagrams] = 1000
 	f.up[engine.CountRecvDatagrams] = 900
 	f.up[engine.CountSocketErrors] = 2
@@ -116,9 +116,10 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 		`udpstp_reserved_bandwidth_bytes_per_second{direction="downstream"}`: 300 * 125000,
 		`udpstp_reserved_bandwidth_bytes_per_second{direction="upstream"}`:   50 * 125000,
 		`udpstp_bandwidth_limit_bytes_per_second{direction="upstream"}`:      1000 * 125000,
-		`udpstp_tx_ip_bytes_total{}`:                                         123456789,
-		`udpstp_status_received_total{}`:                                     400,
-		`udpstp_skipped_bursts_total{}`:                                      3,
+		`udpstp_tx_ip_bytes_total{direction="downstream"}`:                   123456789,
+		`udpstp_tx_ip_bytes_total{direction="upstream"}`:                     0,
+		`udpstp_status_received_total{direction="upstream"}`:                 400,
+		`udpstp_skipped_bursts_total{direction="downstream"}`:                3,
 		`udpstp_socket_sent_datagrams_total{direction="downstream"}`:         1000,
 		`udpstp_socket_recv_datagrams_total{direction="upstream"}`:           900,
 		`udpstp_socket_errors_total{direction="upstream"}`:                   2,
@@ -152,7 +153,7 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 		}
 	}
 	for c := range dataphase.NumCounters {
-		if _, ok := got["udpstp_"+c.Info().Name+"_total{}"]; !ok {
+		if _, ok := got["udpstp_"+c.Info().Name+`_total{direction="upstream"}`]; !ok {
 			t.Errorf("data counter %s not exported", c.Info().Name)
 		}
 	}

@@ -1,5 +1,6 @@
-// Package metrics exports a server's counters to Prometheus, and a
-// client's result as a node_exporter textfile.
+// Package metrics exports a server's counters to Prometheus; it is the
+// server's alone (a client's node_exporter textfile is report/textfile,
+// which does without the Prometheus library).
 //
 // The server's endpoint (udpstp server --metrics-listen) is a custom
 // prometheus.Collector over Sources: each Source reads what it reports at

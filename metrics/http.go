@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
 
 // NewRegistry returns a registry with a Collector over sources and the
@@ -32,7 +33,14 @@ func NewRegistry(sources ...Source) (*prometheus.Registry, error) {
 
 // Limits of the endpoint, for a scraper and against a client that holds
 // connections open: a scrape is small and quick, nothing else is served.
+// maxConns bounds the connections held at once, and with them the
+// descriptors and memory the endpoint can take from the server's tests: a
+// connection past it waits in the kernel's accept queue, holding no
+// descriptor of ours, until one ends (a connection that sends nothing
+// ends after headerTimeout, an idle keep-alive one after idleTimeout).
+// A Prometheus server keeps one connection per target.
 const (
+	maxConns        = 32
 	scrapeTimeout   = 10 * time.Second
 	maxScrapes      = 4 // scrapes served at once; more get 503
 	headerTimeout   = 5 * time.Second
@@ -67,8 +75,9 @@ type errorLog struct{ log *slog.Logger }
 
 func (e errorLog) Println(v ...any) { e.log.Warn("metrics: " + fmt.Sprint(v...)) }
 
-// Serve serves h on ln until ctx ends, then closes the listener and lets
-// a scrape in progress finish, briefly. It returns nil after ctx ended,
+// Serve serves h on ln, at most maxConns connections at once, until ctx
+// ends, then closes the listener and lets a scrape in progress finish,
+// briefly. It returns nil after ctx ended,
 // else why serving stopped.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{
@@ -81,7 +90,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(netutil.LimitListener(ln, maxConns)) }()
 	select {
 	case err := <-errc:
 		return err

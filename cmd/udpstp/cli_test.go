@@ -17,6 +17,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/server"
 )
 
 // result is what one in-process run of the app did.
@@ -115,7 +116,7 @@ func TestServerDefaults(t *testing.T) {
 	if want := control.DefaultServerConfig(); !reflect.DeepEqual(*got, want) {
 		t.Errorf("server:\n got %+v\nwant %+v", *got, want)
 	}
-	if lo != (localOptions{Service: defaultServiceOptions()}) {
+	if lo != (localOptions{Service: server.DefaultOptions()}) {
 		t.Errorf("local options %+v, want the service defaults only", lo)
 	}
 }

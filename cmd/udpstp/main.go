@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/server"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,13 +18,10 @@ import (
 // match OB-UDPST, which exits 50 on any command-line or configuration error,
 // 51 on a key file error and 75 when it cannot initialize.
 const (
-	exitFailure = 1
-	exitConfig  = 50
+	exitFailure = server.ExitFailure
+	exitConfig  = server.ExitConfig
 	exitKeyFile = 51
-	// exitInit is OB-UDPST's initialization error base (STATUS_INIT_ERRBASE):
-	// a file or socket that cannot be opened at start, a result that
-	// cannot be written.
-	exitInit = report.StatusInit
+	exitInit    = server.ExitInit
 )
 
 func newApp() *cli.App {
@@ -91,10 +88,4 @@ func main() {
 
 // exitCode is the exit status for err, an error Run returned: the status
 // a cli.ExitCoder carries, else exitFailure.
-func exitCode(err error) int {
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return exitFailure
-}
+func exitCode(err error) int { return server.ExitStatus(err) }

@@ -232,8 +232,8 @@ func TestPrometheusScrapesServer(t *testing.T) {
 	if v, ok, d := prom.query(`udpstp_setup_accepted_total`); !ok || v != 2 {
 		t.Errorf("accepted Setup Requests: %s", d)
 	}
-	for _, q := range []string{`udpstp_status_received_total`, `udpstp_status_sent_total`, `udpstp_tx_ip_bytes_total`,
-		`udpstp_rx_ip_bytes_total`, `sum(udpstp_socket_sent_datagrams_total)`, `udpstp_engine_wakeups_total`} {
+	for _, q := range []string{`sum(udpstp_status_received_total)`, `sum(udpstp_status_sent_total)`, `sum(udpstp_tx_ip_bytes_total)`,
+		`sum(udpstp_rx_ip_bytes_total)`, `sum(udpstp_socket_sent_datagrams_total)`, `udpstp_engine_wakeups_total`} {
 		if v, ok, d := prom.query(q); !ok || v <= 0 {
 			t.Errorf("%s after two tests: %s", q, d)
 		}

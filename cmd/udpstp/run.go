@@ -18,6 +18,7 @@ import (
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/server"
 )
 
 // localOptions are settings of this process that control's configs do not
@@ -25,7 +26,7 @@ import (
 // code that uses them lives there.
 type localOptions struct {
 	NoGSO    bool           // --no-gso: send without UDP_SEGMENT
-	Service  serviceOptions // the server's service options (service_options.go)
+	Service  server.Options // the server's service options (service_flags.go)
 	Stream   bool           // --json-stream (client_ux.go)
 	Progress string         // --progress: auto (or ""), always or never
 	Plan     client.Plan    // --bidirectional, --repeat, --pause (plan.go)
@@ -34,13 +35,18 @@ type localOptions struct {
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
 var runServer = serve
 
+// serve runs the server service (package server).
+func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
+	return server.Serve(ctx, cfg, server.Config{Service: lo.Service, NoGSO: lo.NoGSO})
+}
+
 // runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
 var runClient = runTest
 
 // runTest runs one test (package client) on the engine's sockets.
 func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
 	ux := newClientUX(cfg, lo, os.Stdout, os.Stderr)
-	net, closeNet := newClientNet(lo, cfg.ShowErrors, ux.log)
+	net, closeNet := server.NewClientNet(lo.NoGSO, cfg.ShowErrors, ux.log)
 	defer closeNet()
 	status := client.Run(ctx, cfg, client.Options{Network: net, Out: ux.out, Stderr: ux.stderr, Observe: ux.observe,
 		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/server"
 )
 
 func serverCommand() *cli.Command {
@@ -140,8 +141,8 @@ func serverKeys(v optionValues, cfg *control.ServerConfig) error {
 	if !v.set("auth-key") && !v.set("key-file") {
 		return nil // no authentication, as control.DefaultServerConfig
 	}
-	keys, err := readServerKeys(v.text("auth-key"), v.text("key-file"))
-	var kf *keyFileError
+	keys, err := server.ReadKeys(v.text("auth-key"), v.text("key-file"))
+	var kf *server.KeyFileError
 	switch {
 	case errors.As(err, &kf):
 		return cli.Exit("ERROR: "+kf.Error(), exitKeyFile)
@@ -151,24 +152,3 @@ func serverKeys(v optionValues, cfg *control.ServerConfig) error {
 	cfg.Keys = keys
 	return nil
 }
-
-// readServerKeys builds the server's keys from the -a key and the -K file
-// (either may be empty). Start-up and SIGHUP both read keys through it;
-// a file that does not load is a *keyFileError.
-func readServerKeys(authKey, keyFile string) (*control.ServerKeys, error) {
-	var file *control.KeyFile
-	if keyFile != "" {
-		f, err := control.LoadKeyFile(keyFile)
-		if err != nil {
-			return nil, &keyFileError{err}
-		}
-		file = f
-	}
-	return control.NewServerKeys(authKey, file)
-}
-
-// keyFileError is a key file that did not load.
-type keyFileError struct{ err error }
-
-func (e *keyFileError) Error() string { return e.err.Error() }
-func (e *keyFileError) Unwrap() error { return e.err }

@@ -3,7 +3,7 @@
 package main
 
 // The server as a service, tested on the built binary (and, for the
-// watchdog, in-process with a wedged Engine Thread): sd_notify messages
+// watchdog, in-process with a wedged Engine Thread: server/): sd_notify messages
 // and their order on a real NOTIFY_SOCKET, SIGTERM and SIGHUP, the
 // per-source Setup limit, the -G file, -x and the -l log file, socket
 // activation, and the one-line errors before any socket is opened.
@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,12 +27,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/server"
 )
 
 // notifyListener is a NOTIFY_SOCKET: a unixgram socket that records every
@@ -177,7 +175,9 @@ func activateAt(port int, key string, id uint8) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ident := uint16(activations.Add(1))
-	cc, err := control.Activate(ctx, &engineNet{}, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, ident, func(string) {})
+	net, closeNet := server.NewClientNet(false, false, slog.New(slog.DiscardHandler))
+	defer closeNet()
+	cc, err := control.Activate(ctx, net, &cfg, control.ServerAddr{Host: "127.0.0.1", Port: port}, 0, ident, func(string) {})
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func TestServiceLifecycle(t *testing.T) {
 	nl := listenNotify(t)
 	port := freePort(t, "127.0.0.1")
 	statsDir := t.TempDir()
-	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path, "WATCHDOG_USEC=1000000", envStatsTiming + "=500ms,60s"}, nil,
+	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path, "WATCHDOG_USEC=1000000", server.EnvStatsTiming + "=500ms,60s"}, nil,
 		udpstpBin, "server", "-p", fmt.Sprint(port), "-G", filepath.Join(statsDir, "stats_%Y%m%d-%H%M%S.json"), "127.0.0.1")
 	nl.waitFor(t, 0, "READY=1", is("READY=1"), await.Deadline)
 	result := filepath.Join(t.TempDir(), "result.json")
@@ -330,97 +330,6 @@ func readStatsFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// wedgeCore is a Data Phase core whose first turn never ends until
-// released: a wedged Engine Thread.
-type wedgeCore struct {
-	entered, release chan struct{}
-	once             sync.Once
-	done, ended      atomic.Bool
-}
-
-func (c *wedgeCore) Poll(clock.Pair, *dataphase.SendBuffer) bool {
-	c.once.Do(func() {
-		close(c.entered)
-		<-c.release
-		c.done.Store(true)
-	})
-	return false
-}
-func (c *wedgeCore) Sent(int)                     {}
-func (c *wedgeCore) Receive(*dataphase.RecvBatch) {}
-func (c *wedgeCore) Deadline() clock.Time         { return 0 }
-func (c *wedgeCore) Stop()                        {}
-func (c *wedgeCore) Fail(error)                   {}
-func (c *wedgeCore) Done() bool                   { return c.done.Load() }
-func (c *wedgeCore) Events() []dataphase.Event {
-	if c.done.Load() && !c.ended.Swap(true) {
-		return []dataphase.Event{{Kind: dataphase.EvEnd, End: dataphase.EndStopped}}
-	}
-	return nil
-}
-
-// TestWatchdogStopsWhenWedged: WATCHDOG=1 goes out every half interval
-// while the Engine Threads make progress, stops while one is stuck inside
-// a turn, and resumes when it moves again.
-func TestWatchdogStopsWhenWedged(t *testing.T) {
-	nl := listenNotify(t)
-	t.Setenv("NOTIFY_SOCKET", nl.path)
-	log := slog.New(slog.DiscardHandler)
-	n := newNotifier(log)
-	const interval = 400 * time.Millisecond // a ping every 200 ms, wedged after 100 ms in a turn
-	limit := watchdogLimit(interval)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	// The watchdog's own checks and pings are counted as it makes them
-	// (it makes them one after the other on its goroutine), so the test
-	// knows exactly which pings came after it saw the thread wedged,
-	// however late a busy machine runs it.
-	var checks, wedgedChecks, sent atomic.Int64
-	var sentAtWedge atomic.Int64
-	sentAtWedge.Store(-1)
-	stalled := func() int {
-		k := engine.Stalled(limit)
-		checks.Add(1)
-		if k > 0 {
-			if wedgedChecks.Add(1) == 1 {
-				sentAtWedge.Store(sent.Load())
-			}
-		}
-		return k
-	}
-	send := func(m string) {
-		if m == "WATCHDOG=1" {
-			sent.Add(1)
-		}
-		n.send(m)
-	}
-	go func() {
-		runWatchdog(ctx, interval, stalled, send, log)
-		close(done)
-	}()
-	defer func() { cancel(); <-done }()
-	i := nl.waitFor(t, 0, "a first ping", is("WATCHDOG=1"), await.Deadline)
-	nl.waitFor(t, i+1, "a second ping", is("WATCHDOG=1"), await.Deadline)
-
-	sock, err := engine.OpenUDP(netip.MustParseAddrPort("127.0.0.1:0"), engine.SocketOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
-	core := &wedgeCore{entered: make(chan struct{}), release: make(chan struct{})}
-	conn := engine.RunConn(sock, core, nil, nil)
-	<-core.entered
-	// Four checks that find the thread wedged, and no ping since the
-	// first of them.
-	await.True(t, "four watchdog checks that see the wedged thread", func() bool { return wedgedChecks.Load() >= 4 })
-	if got := sent.Load() - sentAtWedge.Load(); got != 0 {
-		t.Errorf("%d pings while an Engine Thread was wedged (%d checks saw it)", got, wedgedChecks.Load())
-	}
-	close(core.release)
-	<-conn.Done()
-	nl.waitFor(t, len(nl.all()), "a ping after the thread moved on", is("WATCHDOG=1"), await.Deadline)
-}
-
 // TestReloadKeysOnSIGHUP: SIGHUP puts a rewritten key file in use (a
 // client with the new key gets in, one with the removed key is refused),
 // a file that does not load leaves the keys as they were, and a test that
@@ -509,7 +418,7 @@ func TestSetupFloodIsLimitedPerSource(t *testing.T) {
 		}
 		answers++
 	}
-	if burst := setupBurst(5); answers < burst/2 || answers > burst+10 {
+	if burst := server.SetupBurst(5); answers < burst/2 || answers > burst+10 {
 		t.Errorf("%d of %d flooded requests answered, want about the burst of %d", answers, flood, burst)
 	}
 	if err := activateAt(port, "", 0); err != nil {
@@ -532,7 +441,7 @@ func TestStatsFileWrittenPeriodically(t *testing.T) {
 	processTest(t)
 	dir := t.TempDir()
 	port := freePort(t, "127.0.0.1")
-	p := startService(t, []string{envStatsTiming + "=200ms,600ms"}, nil,
+	p := startService(t, []string{server.EnvStatsTiming + "=200ms,600ms"}, nil,
 		udpstpBin, "server", "-p", fmt.Sprint(port), "-G", filepath.Join(dir, "perf_%Y.json"), "127.0.0.1")
 	t.Cleanup(func() { p.cmd.Process.Signal(os.Interrupt) })
 	want := filepath.Join(dir, fmt.Sprintf("perf_%d.json", time.Now().Year()))
@@ -722,7 +631,7 @@ func TestServiceOptionErrors(t *testing.T) {
 // TestServiceOptions maps the service options onto localOptions.Service.
 func TestServiceOptions(t *testing.T) {
 	_, lo := mustServer(t)
-	if so := lo.Service; so.LogSizeKB != 1000 || so.LogFormat != "text" || so.LogLevel != slog.LevelInfo || so.SetupRate != defaultSetupRate || so.Daemon {
+	if so := lo.Service; so.LogSizeKB != 1000 || so.LogFormat != "text" || so.LogLevel != slog.LevelInfo || so.SetupRate != server.DefaultOptions().SetupRate || so.Daemon {
 		t.Errorf("defaults: %+v", so)
 	}
 	_, lo = mustServer(t, "-x", "-l", "srv.log", "-k", "50", "-G", "s_%H.json", "--log-format", "JSON", "--log-level", "warning",
@@ -735,72 +644,5 @@ func TestServiceOptions(t *testing.T) {
 	_, lo = mustServer(t, "--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64")
 	if so := lo.Service; so.TestPorts != (control.PortRange{Lo: 40000, Hi: 40999}) || so.PerSource != 64 || so.SourcePrefix6 != 64 {
 		t.Errorf("admission options: %+v", so)
-	}
-	if err := so.absPaths(); err != nil || !filepath.IsAbs(so.LogFile) || !filepath.IsAbs(so.StatsFile) || !filepath.IsAbs(so.KeyFile) {
-		t.Errorf("absPaths: %v %+v", err, so)
-	}
-}
-
-// TestJournalLines: under journald a line has no time of its own and
-// starts with its syslog priority; elsewhere it keeps its time.
-func TestJournalLines(t *testing.T) {
-	var buf bytes.Buffer
-	log := newServiceLogger(logOutput{w: &buf, journal: true}, "text", slog.LevelDebug)
-	log.Debug("d")
-	log.With("peer", "x").Info("i")
-	log.Warn("w")
-	log.Error("e")
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	for i, want := range []string{"<7>level=DEBUG msg=d", "<6>level=INFO msg=i peer=x", "<4>level=WARN msg=w", "<3>level=ERROR msg=e"} {
-		if i >= len(lines) || lines[i] != want {
-			t.Errorf("line %d: %q, want %q", i, lines, want)
-		}
-	}
-	buf.Reset()
-	newServiceLogger(logOutput{w: &buf, journal: true}, "json", slog.LevelInfo).Info("j")
-	if got := buf.String(); got != "<6>{\"level\":\"INFO\",\"msg\":\"j\"}\n" {
-		t.Errorf("JSON under journald: %q", got)
-	}
-	buf.Reset()
-	newServiceLogger(logOutput{w: &buf}, "text", slog.LevelInfo).Info("t")
-	if !strings.HasPrefix(buf.String(), "time=") {
-		t.Errorf("a line outside journald lost its time: %q", buf.String())
-	}
-}
-
-// TestLogRotation: past the limit (counting what the file held when it was
-// opened) the log becomes <file>.old, replacing an older one, and a new
-// file starts; nothing written is lost.
-func TestLogRotation(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "srv.log")
-	os.WriteFile(path, bytes.Repeat([]byte("x"), 900), 0o600)
-	os.WriteFile(path+".old", []byte("older\n"), 0o600)
-	r, err := openRotating(path, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := bytes.Repeat([]byte("y"), 99)
-	line = append(line, '\n')
-	r.Write(line) // 1000 bytes: not past the limit
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
-	}
-	r.Write(line) // 1100: rotated
-	old, _ := os.ReadFile(path + ".old")
-	cur, _ := os.ReadFile(path)
-	if len(old) != 1100 || len(cur) != 0 {
-		t.Errorf(".old %d bytes, new file %d; want 1100 and 0", len(old), len(cur))
-	}
-	for i := 0; i < 5; i++ {
-		r.Write(line)
-	}
-	r.Close()
-	cur, _ = os.ReadFile(path)
-	if len(cur) != 500 {
-		t.Errorf("new file %d bytes, want 500", len(cur))
-	}
-	if _, err := r.Write(line); err == nil {
-		t.Error("write after Close succeeded")
 	}
 }

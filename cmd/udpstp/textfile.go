@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/udpstp/udpstp/metrics"
+	"github.com/udpstp/udpstp/report/textfile"
 )
 
 // textfileOption reads --textfile: a name ending in .prom in a directory
@@ -21,7 +21,7 @@ func textfileOption(v optionValues) (string, error) {
 	if p == "" {
 		return "", configError("ERROR: %s needs a file name", opt("textfile"))
 	}
-	if err := metrics.CheckTextfileName(p); err != nil {
+	if err := textfile.CheckTextfileName(p); err != nil {
 		return "", configError("ERROR: %v (%s)", err, opt("textfile"))
 	}
 	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -225,20 +227,25 @@ func rcvbufErrors(lab *netlab.Lab, ns string) int64 {
 
 // serverProc is a running server.
 type serverProc struct {
-	cmd  *exec.Cmd
-	logf string
-	done chan struct{}
+	cmd     *exec.Cmd
+	logf    string
+	metrics string // udpstp's metrics endpoint, host:port in the server namespace; "" for OB-UDPST
+	done    chan struct{}
 }
 
 func startServer(lab *netlab.Lab, s Server, port, cpu int, dir string, extra ...string) (*serverProc, error) {
 	addr := lab.ServerAddr.String()
 	args := extra
+	var metricsAddr string
 	switch s.Kind {
 	case Udpstp:
 		// No per-source Setup rate limit: every connection of the
-		// generator comes from one address at once. Debug logs carry
-		// each Data Phase's Load Sender totals.
-		args = append([]string{"server", "-p", strconv.Itoa(port), "--setup-rate", "0", "--log-level", "debug"}, append(args, addr)...)
+		// generator comes from one address at once. The metrics endpoint
+		// (a TCP port of the control port's number) carries the Load
+		// Sender's Skipped Bursts by direction.
+		metricsAddr = net.JoinHostPort(addr, strconv.Itoa(port))
+		args = append([]string{"server", "-p", strconv.Itoa(port), "--setup-rate", "0", "--metrics-listen", metricsAddr},
+			append(args, addr)...)
 	case OBUDPST:
 		args = append([]string{"-p", strconv.Itoa(port)}, append(args, addr)...)
 	}
@@ -257,7 +264,7 @@ func startServer(lab *netlab.Lab, s Server, port, cpu int, dir string, extra ...
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", s.Name, err)
 	}
-	p := &serverProc{cmd: cmd, logf: logf, done: make(chan struct{})}
+	p := &serverProc{cmd: cmd, logf: logf, metrics: metricsAddr, done: make(chan struct{})}
 	go func() { cmd.Wait(); f.Close(); close(p.done) }()
 	// Ready when its control port is bound in the server namespace.
 	end := time.Now().Add(5 * time.Second)
@@ -318,6 +325,8 @@ func lastLines(b []byte, n int) string {
 type labNet struct {
 	lab *netlab.Lab
 }
+
+var _ control.Network = (*labNet)(nil)
 
 func (n *labNet) ListenUDP(laddr netip.AddrPort, o control.SocketOptions) (control.Socket, error) {
 	var s *engine.Socket
@@ -548,6 +557,9 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	}
 	r.RcvbufErrsGen = rcvbufErrors(lab, lab.ClientNS) - genErrs0
 	r.RcvbufErrsSrv = rcvbufErrors(lab, lab.ServerNS) - srvErrs0
+	if cfg.Server.Kind == Udpstp {
+		r.SkippedBursts = serverSkipped(lab, srv.metrics, !cfg.Upstream)
+	}
 	srv.stop()
 
 	// Delivered, skipped, lag.
@@ -582,9 +594,6 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	r.LagSamples = len(r.Lag)
 	r.LagP50, r.LagP99 = percentile(r.Lag, 0.5), percentile(r.Lag, 0.99)
 	r.Lag = nil
-	if cfg.Server.Kind == Udpstp {
-		r.SkippedBursts = serverSkipped(srv.logf, !cfg.Upstream)
-	}
 	if cfg.Upstream {
 		r.SkippedBursts = r.GenSkipped
 	}
@@ -604,41 +613,71 @@ func firstErrs(errs []string) string {
 	return errs[0]
 }
 
-// serverSkipped sums the Skipped Bursts in udpstp's "data phase totals"
-// debug lines of its Load Sender Test Connections; -1 if there are none.
-func serverSkipped(logf string, sender bool) int64 {
-	f, err := os.Open(logf)
-	if err != nil {
-		return -1
+// serverSkipped reads the Skipped Bursts of udpstp's Test Connections of
+// one direction (downstream: where it is the Load Sender) from its metrics
+// endpoint, udpstp_skipped_bursts_total by direction, once no Test
+// Connection runs (each counts its last Sub-Interval as it ends); -1 if
+// it cannot be read.
+func serverSkipped(lab *netlab.Lab, addr string, sender bool) int64 {
+	dir := "upstream"
+	if sender {
+		dir = "downstream"
 	}
-	defer f.Close()
-	var total int64 = -1
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, `msg="data phase totals"`) || !strings.Contains(line, "load_sender="+strconv.FormatBool(sender)) {
-			continue
+	end := time.Now().Add(10 * time.Second)
+	for {
+		m, err := scrape(lab, addr)
+		if err != nil {
+			return -1
 		}
-		if v, ok := field(line, "skipped_bursts"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			total = max(total, 0) + n
+		skipped, ok := m[`udpstp_skipped_bursts_total{direction="`+dir+`"}`]
+		if !ok {
+			return -1
 		}
+		running := m[`udpstp_running_connections{direction="downstream"}`] + m[`udpstp_running_connections{direction="upstream"}`]
+		if running == 0 || time.Now().After(end) {
+			return int64(skipped)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return total
 }
 
-// field returns the value of key=value in a slog text line.
-func field(line, key string) (string, bool) {
-	i := strings.Index(line, " "+key+"=")
-	if i < 0 {
-		return "", false
+// scrape reads udpstp's metrics endpoint at addr in the server namespace:
+// each series (name{labels}) and its value. The connection is dialled from
+// that namespace and the request written on it by hand (http.Client would
+// dial on another thread, outside it).
+func scrape(lab *netlab.Lab, addr string) (map[string]float64, error) {
+	var conn net.Conn
+	err := lab.Do(lab.ServerNS, func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	v := line[i+len(key)+2:]
-	if j := strings.IndexByte(v, ' '); j >= 0 {
-		v = v[:j]
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\nAccept: text/plain\r\nConnection: close\r\n\r\n", addr)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, err
 	}
-	return v, true
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m, sc.Err()
 }
 
 // Table formats results as a Markdown table.

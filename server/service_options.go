@@ -1,4 +1,4 @@
-package main
+package server
 
 // The server's service options: how it runs (in the background, with a log
 // file), what it writes (-G), how it logs, and how much a single source
@@ -13,9 +13,9 @@ import (
 	"github.com/udpstp/udpstp/control"
 )
 
-// serviceOptions are the options of `udpstp server` that concern the
+// Options are the options of `udpstp server` that concern the
 // process rather than the tests it serves.
-type serviceOptions struct {
+type Options struct {
 	Daemon    bool   // -x: detach from the shell
 	LogFile   string // -l: log here (with -x)
 	LogSizeKB int    // -k: rotate the log file past this many 1000-byte units
@@ -52,65 +52,16 @@ const (
 	minSetupBurst = 2 * control.MaxConnsPerClient
 )
 
-// setupBurst is the burst the per-source limiter allows at rate.
-func setupBurst(rate int) int { return max(rate, minSetupBurst) }
+// SetupBurst is the burst the per-source limiter allows at rate.
+func SetupBurst(rate int) int { return max(rate, minSetupBurst) }
 
-// defaultServiceOptions are the service options of a bare `udpstp server`.
-func defaultServiceOptions() serviceOptions {
-	return serviceOptions{LogSizeKB: defaultLogSizeKB, LogFormat: "text", LogLevel: slog.LevelInfo, SetupRate: defaultSetupRate}
+// DefaultOptions are the service options of a bare `udpstp server`.
+func DefaultOptions() Options {
+	return Options{LogSizeKB: defaultLogSizeKB, LogFormat: "text", LogLevel: slog.LevelInfo, SetupRate: defaultSetupRate}
 }
 
-// serviceOpts reads the service options of a server command line.
-func serviceOpts(v optionValues) (serviceOptions, error) {
-	so := defaultServiceOptions()
-	so.Daemon = v.on("daemon")
-	so.LogFile = v.text("log-file")
-	so.StatsFile = v.text("stats-file")
-	so.AuthKey = v.text("auth-key")
-	so.KeyFile = v.text("key-file")
-	err := v.numbers([]numberField{
-		{"log-size", &so.LogSizeKB},
-		{"setup-rate", &so.SetupRate},
-		{"max-conns-per-source", &so.PerSource},
-		{"source-prefix6", &so.SourcePrefix6},
-	})
-	if err != nil {
-		return so, err
-	}
-	if v.set("test-ports") {
-		if so.TestPorts, err = control.ParsePortRange(v.text("test-ports")); err != nil {
-			return so, configError("ERROR: %v for %s", err, opt("test-ports"))
-		}
-	}
-	if so.MetricsListen, err = metricsListen(v); err != nil {
-		return so, err
-	}
-	if v.set("stats-file") && so.StatsFile == "" {
-		return so, configError("ERROR: %s needs a file name", opt("stats-file"))
-	}
-	if v.set("log-file") && so.LogFile == "" {
-		return so, configError("ERROR: %s needs a file name", opt("log-file"))
-	}
-	if v.set("log-format") {
-		switch f := strings.ToLower(v.text("log-format")); f {
-		case "text", "json":
-			so.LogFormat = f
-		default:
-			return so, configError("ERROR: '%s' is not a valid log format for %s (text or json)", v.text("log-format"), opt("log-format"))
-		}
-	}
-	if v.set("log-level") {
-		l, err := parseLogLevel(v.text("log-level"))
-		if err != nil {
-			return so, configError("ERROR: '%s' is not a valid log level for %s (debug, info, warn or error)", v.text("log-level"), opt("log-level"))
-		}
-		so.LogLevel, so.LogLevelSet = l, true
-	}
-	return so, nil
-}
-
-// parseLogLevel reads debug, info, warn (warning) or error, any case.
-func parseLogLevel(s string) (slog.Level, error) {
+// ParseLogLevel reads debug, info, warn (warning) or error, any case.
+func ParseLogLevel(s string) (slog.Level, error) {
 	switch strings.ToLower(s) {
 	case "debug":
 		return slog.LevelDebug, nil
@@ -128,7 +79,7 @@ func parseLogLevel(s string) (slog.Level, error) {
 // its directory (a daemon moves to /, as OB-UDPST's does) still finds them
 // where the command line meant. (OB-UDPST resolves them against / after
 // its chdir; a relative -G then lands in /.)
-func (so *serviceOptions) absPaths() error {
+func (so *Options) absPaths() error {
 	for _, p := range []*string{&so.LogFile, &so.StatsFile, &so.KeyFile} {
 		if *p == "" {
 			continue

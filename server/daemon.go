@@ -1,4 +1,4 @@
-package main
+package server
 
 // -x: run in the background, for people who start the server from a
 // shell (under systemd, run it in the foreground: Type=notify). OB-UDPST
@@ -19,8 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 // envDaemonChild marks the detached server and names the descriptor on
@@ -78,10 +76,10 @@ func (d *daemonChild) fail(err error) {
 
 // daemonize starts this server again, detached, and returns once it runs
 // (nil: exit 0) or has failed (its error and status).
-func daemonize(so serviceOptions) error {
+func daemonize(so Options) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return cli.Exit("ERROR: cannot find the udpstp binary to start in the background: "+err.Error(), exitFailure)
+		return exitError("ERROR: cannot find the udpstp binary to start in the background: "+err.Error(), ExitFailure)
 	}
 	// Standard input and output, and standard error without -l, stay
 	// nil: exec.Cmd connects them to /dev/null.
@@ -98,7 +96,7 @@ func daemonize(so serviceOptions) error {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitFailure)
+		return exitError("ERROR: "+err.Error(), ExitFailure)
 	}
 	defer r.Close()
 	cmd.Env = append(os.Environ(), envDaemonChild+"=3") // ExtraFiles[0] is descriptor 3
@@ -106,7 +104,7 @@ func daemonize(so serviceOptions) error {
 	cmd.SysProcAttr = detachedAttr()
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return cli.Exit("ERROR: cannot start udpstp in the background: "+err.Error(), exitFailure)
+		return exitError("ERROR: cannot start udpstp in the background: "+err.Error(), ExitFailure)
 	}
 	w.Close()
 	line := make(chan string, 1)
@@ -120,7 +118,7 @@ func daemonize(so serviceOptions) error {
 	case <-time.After(daemonStartTimeout):
 		cmd.Process.Kill()
 		cmd.Wait()
-		return cli.Exit(fmt.Sprintf("ERROR: the background server did not start within %v", daemonStartTimeout), exitFailure)
+		return exitError(fmt.Sprintf("ERROR: the background server did not start within %v", daemonStartTimeout), ExitFailure)
 	}
 	switch {
 	case msg == "ready":
@@ -132,16 +130,16 @@ func daemonize(so serviceOptions) error {
 		codeText, text, _ := strings.Cut(strings.TrimPrefix(msg, "fail "), " ")
 		code, err := strconv.Atoi(codeText)
 		if err != nil || code == 0 {
-			code = exitFailure
+			code = ExitFailure
 		}
-		return cli.Exit(text, code)
+		return exitError(text, code)
 	}
 	// It died without a word: its status says how.
 	err = cmd.Wait()
-	code := exitFailure
+	code := ExitFailure
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() > 0 {
 		code = ee.ExitCode()
 	}
-	return cli.Exit(fmt.Sprintf("ERROR: the background server ended before it was ready (%v)", err), code)
+	return exitError(fmt.Sprintf("ERROR: the background server ended before it was ready (%v)", err), code)
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -12,27 +12,27 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
-	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/report"
 )
 
-// serve runs `udpstp server` until ctx ends (SIGINT, SIGTERM): the control
+// Serve runs `udpstp server` until ctx ends (SIGINT, SIGTERM): the control
 // sockets answer Setup Requests and every accepted Test Connection gets its
 // Data Phase on the engine's executor. On the way it checks its files
 // before opening any socket, detaches with -x, takes systemd's sockets,
 // tells systemd how it is doing, reloads its key file on SIGHUP and
 // writes -G statistics.
-func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
+func Serve(ctx context.Context, cfg *control.ServerConfig, lo Config) error {
 	child := daemonChildFromEnv()
 	err := serveService(ctx, cfg, lo, child)
 	child.fail(err) // a no-op once the server reported ready
 	return err
 }
 
-func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOptions, child *daemonChild) error {
+func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, child *daemonChild) error {
 	so := lo.Service
 	// A SIGHUP must not end the server (its default action), even one that
 	// comes while it starts.
@@ -44,14 +44,14 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	// socket is opened, and in the shell's process with -x (daemonize
 	// opens the -l file there, serviceLogOutput in the background one).
 	if err := so.absPaths(); err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitConfig)
+		return exitError("ERROR: "+err.Error(), ExitConfig)
 	}
 	if err := checkStatsFile(so.StatsFile, time.Now()); err != nil {
 		return err
 	}
 	recordEvery, fileEvery, firstFile, err := statsTiming()
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitConfig)
+		return exitError("ERROR: "+err.Error(), ExitConfig)
 	}
 	if so.Daemon && child == nil {
 		return daemonize(so)
@@ -77,25 +77,25 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	// use is a start error, like a control port in use.
 	mx, err := listenMetrics(so.MetricsListen)
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitInit)
+		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
 	defer mx.close()
 
 	socks, err := activatedSockets()
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitInit)
+		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
 	base := newServerNet(lo, cfg.ShowErrors, log)
 	snet := newStatsNet(base)
 	srv, err := control.NewServerWith(*cfg, snet, log, control.ServerOptions{
 		Sockets:   socks,
-		SetupRate: float64(so.SetupRate), SetupBurst: setupBurst(so.SetupRate),
+		SetupRate: float64(so.SetupRate), SetupBurst: SetupBurst(so.SetupRate),
 		TestPorts: so.TestPorts, MaxConnsPerSource: so.PerSource, SourcePrefix6: so.SourcePrefix6,
 	})
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), exitInit)
+		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
-	log.Info("udpstp server started", "version", version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
+	log.Info("udpstp server started", "version", buildinfo.Get().Version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
 		control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion),
 		"listen", srv.Addrs(), "socket_activation", len(socks) > 0, "executor", base.describe(),
 		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
@@ -154,13 +154,13 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo localOption
 	stopSvc()
 	wg.Wait()
 	if err != nil {
-		return cli.Exit("ERROR: "+err.Error(), 1)
+		return exitError("ERROR: "+err.Error(), 1)
 	}
 	log.Info("udpstp server stopped")
 	if cfg.OneTest {
 		// -1: the test's ErrorStatus is the exit status, as OB-UDPST's.
 		if st := srv.OneTestStatus(); st != 0 {
-			return cli.Exit("", st)
+			return exitError("", st)
 		}
 	}
 	return nil
@@ -194,14 +194,14 @@ func activatedSockets() ([]control.Socket, error) {
 // reloadKeys reads the key file again (SIGHUP) and puts its keys in use;
 // running tests keep the keys they started with. A file that does not
 // load leaves the keys in use as they were.
-func reloadKeys(srv *control.Server, so serviceOptions, nt *notifier, log *slog.Logger) {
+func reloadKeys(srv *control.Server, so Options, nt *notifier, log *slog.Logger) {
 	if so.KeyFile == "" {
 		log.Info("SIGHUP: no key file to reload (--key-file/-K not given)")
 		return
 	}
 	nt.reloading()
 	defer nt.reloaded()
-	keys, err := readServerKeys(so.AuthKey, so.KeyFile)
+	keys, err := ReadKeys(so.AuthKey, so.KeyFile)
 	if err != nil {
 		log.Error("key file not reloaded; the keys in use stay", "option", opt("key-file").String(), "err", err)
 		return
@@ -220,7 +220,7 @@ func warnWeakKeys(log *slog.Logger, keys *control.ServerKeys) {
 }
 
 // statsHeader is the fixed part of every -G file.
-func statsHeader(cfg *control.ServerConfig, srv *control.Server, lo localOptions) report.ServerStatsFile {
+func statsHeader(cfg *control.ServerConfig, srv *control.Server, lo Config) report.ServerStatsFile {
 	h := report.ServerStatsFile{
 		ControlPort:    cfg.Port,
 		ProcessID:      os.Getpid(),

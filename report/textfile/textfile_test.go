@@ -1,11 +1,13 @@
-package metrics
+package textfile
 
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +33,22 @@ func parseTextfile(t *testing.T, b []byte) []*dto.MetricFamily {
 		mfs = append(mfs, mf)
 	}
 	return mfs
+}
+
+// series are the samples of mfs by name and labels.
+func series(mfs []*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			ls := make([]string, 0, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+strconv.Quote(l.GetValue()))
+			}
+			sort.Strings(ls)
+			out[mf.GetName()+"{"+strings.Join(ls, ",")+"}"] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }
 
 // TestResultTextfileGolden: OB-UDPST's own JSON results, successful and
@@ -147,5 +165,31 @@ func TestResultTextfileRefuses(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("directory holds %d entries after one write, want 1 (no temporary file left)", len(entries))
+	}
+}
+
+// TestRenderAsTheLibrary: the text the textfile is written in reads back,
+// and the Prometheus library writes the families it reads back to the
+// same bytes: order, escapes and numbers as the library's own.
+func TestRenderAsTheLibrary(t *testing.T) {
+	samples := []sample{
+		{Name: "b_gauge", Help: "two\nlines and a \\", Labels: []label{{"z", "1"}, {"a", "x\"y\\z\nw"}}, Value: 1},
+		{Name: "b_gauge", Help: "two\nlines and a \\", Labels: []label{{"z", "0"}, {"a", "x\"y\\z\nw"}}, Value: 0.5},
+		{Name: "a_gauge", Help: "plain", Value: 12345678.9},
+		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "inf"}}, Value: math.Inf(1)},
+		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "big"}}, Value: 1e21},
+		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "neg"}}, Value: -0.000125},
+	}
+	got := render(samples)
+	mfs := parseTextfile(t, got)
+	sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	var want bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("rendered:\n%s\nthe library writes:\n%s", got, want.Bytes())
 	}
 }

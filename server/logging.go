@@ -1,4 +1,4 @@
-package main
+package server
 
 // The server's log: log/slog lines in text or JSON, on standard error or,
 // in the background (-x), in the -l log file, which is renamed to
@@ -20,7 +20,6 @@ import (
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
-	"github.com/urfave/cli/v2"
 )
 
 // logOutput says where the server's log goes.
@@ -33,7 +32,7 @@ type logOutput struct {
 // serviceLogOutput picks the log's destination: the -l file in a daemon,
 // nothing in a daemon without one (OB-UDPST discards everything then),
 // standard error otherwise.
-func serviceLogOutput(so serviceOptions, daemonChild bool) (logOutput, error) {
+func serviceLogOutput(so Options, daemonChild bool) (logOutput, error) {
 	if daemonChild || so.Daemon {
 		if so.LogFile == "" {
 			return logOutput{}, nil
@@ -73,6 +72,11 @@ func newServiceLogger(out logOutput, format string, level slog.Leveler) *slog.Lo
 	}
 	return slog.New(h)
 }
+
+var (
+	_ slog.Handler   = (*priorityHandler)(nil)
+	_ io.WriteCloser = (*rotatingFile)(nil)
+)
 
 // dropTime removes the record's own time: journald has stamped it.
 func dropTime(groups []string, a slog.Attr) slog.Attr {
@@ -213,7 +217,7 @@ func openLogFile(path string) (*os.File, error) {
 }
 
 // fopenError reports a file named by option (-l, -G) that cannot be
-// opened: one line, as OB-UDPST's, and status exitInit.
+// opened: one line, as OB-UDPST's, and status ExitInit.
 func fopenError(option string, err error) error {
-	return cli.Exit(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt(option)), exitInit)
+	return exitError(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt(option)), ExitInit)
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 // -G: OB-UDPST's server performance statistics (measurement.md 6.5). A
 // record every 10 s is kept in memory; every 5 minutes (the first time at
@@ -41,13 +41,13 @@ import (
 	"github.com/udpstp/udpstp/report"
 )
 
-// envStatsTiming replaces the -G timing for tests: "record,file"
+// EnvStatsTiming replaces the -G timing for tests: "record,file"
 // durations (e.g. "200ms,1s"); the first file then comes one file
 // interval after start, without the random spread.
-const envStatsTiming = "UDPSTP_STATS_TIMING"
+const EnvStatsTiming = "UDPSTP_STATS_TIMING"
 
 // checkStatsFile does OB-UDPST's start-up check of -G: <name>.tmp must be
-// creatable (else exit exitInit), before any socket is opened; then what
+// creatable (else exit ExitInit), before any socket is opened; then what
 // WriteFileAtomic will need of the name (report.CheckWritable: not a
 // directory, its directory takes a temporary file).
 func checkStatsFile(pattern string, now time.Time) error {
@@ -72,7 +72,7 @@ func checkStatsFile(pattern string, now time.Time) error {
 func statsTiming() (record, file, first time.Duration, err error) {
 	record, file = report.StatsRecordInterval, report.StatsFileInterval
 	first = file - time.Duration(rand.Int64N(int64(report.StatsFirstSpread)+1))
-	v := os.Getenv(envStatsTiming)
+	v := os.Getenv(EnvStatsTiming)
 	if v == "" {
 		return record, file, first, nil
 	}
@@ -84,7 +84,7 @@ func statsTiming() (record, file, first time.Duration, err error) {
 		}
 	}
 	if !ok || err != nil || record <= 0 || file <= 0 {
-		return 0, 0, 0, fmt.Errorf("%s=%q: want record,file durations", envStatsTiming, v)
+		return 0, 0, 0, fmt.Errorf("%s=%q: want record,file durations", EnvStatsTiming, v)
 	}
 	return record, file, file, nil
 }
@@ -129,6 +129,8 @@ func (t *sockTotals) all() engine.SocketCounts {
 // loadSent is the load the kernel accepted: the datagrams sent on Load
 // Senders' sockets (the others sent Status PDUs).
 func (t *sockTotals) loadSent() uint64 { return t.down[engine.CountSentDatagrams] }
+
+var _ control.Network = (*statsNet)(nil)
 
 func newStatsNet(n control.Network) *statsNet {
 	return &statsNet{Network: n, live: map[*statsSock]struct{}{}}

@@ -1,4 +1,4 @@
-package main
+package server
 
 // sd_notify(3) through go-systemd: a server under systemd (Type=notify)
 // says READY=1 once its control sockets are open and its executor runs,

@@ -1,4 +1,4 @@
-package metrics
+package textfile
 
 // A client's result as a node_exporter textfile: what a test every hour
 // from a systemd timer leaves for the node_exporter of its host to export.
@@ -7,15 +7,11 @@ package metrics
 // whatever the run's outcome: a failed test still says so.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/udpstp/udpstp/report"
 )
@@ -38,6 +34,12 @@ type ResultLabels struct {
 	Server    string // the servers as the command line named them
 	Direction string // Downstream or Upstream
 }
+
+// The directions of ResultLabels, as the server's metrics name them.
+const (
+	Downstream = "downstream"
+	Upstream   = "upstream"
+)
 
 // The capacity layers of OB-UDPST's AtMax, named as its text output names
 // them, with their JSON keys; Summary has the IP layer only.
@@ -63,7 +65,7 @@ type resultDoc struct {
 const bytesPerSecond = 1e6 / 8
 
 // ResultTextfile renders doc, a client's JSON result, as textfile content
-// in the Prometheus text format.
+// in the Prometheus text format (format.go).
 func ResultTextfile(doc []byte, l ResultLabels) ([]byte, error) {
 	var d resultDoc
 	if err := json.Unmarshal(doc, &d); err != nil {
@@ -72,21 +74,9 @@ func ResultTextfile(doc []byte, l ResultLabels) ([]byte, error) {
 	if d.ErrorStatus == nil {
 		return nil, fmt.Errorf("result document: no ErrorStatus")
 	}
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(NewCollector(resultSource(&d, l))); err != nil {
-		return nil, err
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			return nil, err
-		}
-	}
-	return b.Bytes(), nil
+	var samples []sample
+	resultSource(&d, l)(func(s sample) { samples = append(samples, s) })
+	return render(samples), nil
 }
 
 // WriteResultTextfile writes doc's textfile to path atomically (a
@@ -103,12 +93,12 @@ func WriteResultTextfile(path string, doc []byte, l ResultLabels) error {
 	return report.WriteFileAtomic(path, b, 0o644)
 }
 
-func resultSource(d *resultDoc, l ResultLabels) Source {
-	return func(emit func(Sample)) {
-		base := []Label{{"server", l.Server}, {"direction", l.Direction}}
-		with := func(more ...Label) []Label { return append(append([]Label(nil), base...), more...) }
-		gauge := func(name, help string, v float64, more ...Label) {
-			emit(Sample{Name: "test_" + name, Help: help, Kind: Gauge, Labels: with(more...), Value: v})
+func resultSource(d *resultDoc, l ResultLabels) func(emit func(sample)) {
+	return func(emit func(sample)) {
+		base := []label{{"server", l.Server}, {"direction", l.Direction}}
+		with := func(more ...label) []label { return append(append([]label(nil), base...), more...) }
+		gauge := func(name, help string, v float64, more ...label) {
+			emit(sample{Name: "udpstp_test_" + name, Help: help, Labels: with(more...), Value: v})
 		}
 		status := *d.ErrorStatus
 		gauge("error_status", "OB-UDPST's ErrorStatus of the last test: 0 success, 1-49 a warning with complete results, 50 and above a failure",
@@ -133,20 +123,20 @@ func resultSource(d *resultDoc, l ResultLabels) Source {
 			if r.m == nil {
 				continue
 			}
-			res := Label{"result", r.result}
-			num := func(name, help, key string, scale float64, more ...Label) {
+			res := label{"result", r.result}
+			num := func(name, help, key string, scale float64, more ...label) {
 				if v, ok := r.m[key].(float64); ok {
-					gauge(name, help, v*scale, append([]Label{res}, more...)...)
+					gauge(name, help, v*scale, append([]label{res}, more...)...)
 				}
 			}
 			const what = " of the last test's Summary (result=\"summary\") or of its Sub-Interval at the maximum (result=\"max\")"
 			if r.result == "summary" {
 				num("capacity_bytes_per_second", "Capacity"+what+", per layer (bytes per second)", "IPLayerCapacitySummary",
-					bytesPerSecond, Label{"layer", capacityLayers[0].layer})
+					bytesPerSecond, label{"layer", capacityLayers[0].layer})
 			} else {
 				for _, c := range capacityLayers {
 					num("capacity_bytes_per_second", "Capacity"+what+", per layer (bytes per second)", c.maxKey, bytesPerSecond,
-						Label{"layer", c.layer})
+						label{"layer", c.layer})
 				}
 			}
 			num("delivered_ratio", "Share of the load delivered"+what, "DeliveredPercent", 0.01)
@@ -159,7 +149,7 @@ func resultSource(d *resultDoc, l ResultLabels) Source {
 			num("replicated_datagrams", "Datagrams replicated"+what, "ReplicatedCount", 1)
 			num("ce_datagrams", "Delivered datagrams marked ECN CE"+what, "CECountOfDelivered", 1)
 			for _, s := range []string{"Min", "Avg", "Max"} {
-				stat := Label{"stat", strings.ToLower(s)}
+				stat := label{"stat", strings.ToLower(s)}
 				num("pdv_seconds", "Packet delay variation (min, avg, max)"+what, "PDV"+s, 1, stat)
 				num("rtt_variation_seconds", "Round-trip time above the least one (min, avg, max)"+what, "RTT"+s, 1, stat)
 			}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -64,8 +64,19 @@ type engineNet struct {
 	bufOnce sync.Once // the first socket's granted buffers are logged at Info
 }
 
+// The engine's sockets and executors are what the Control Phase runs on
+// (engine does not import control: the assertions are made here, where
+// the two meet).
+var (
+	_ control.Network   = (*engineNet)(nil)
+	_ control.Socket    = (*engine.Socket)(nil)
+	_ statsDataPhase    = (*engine.Conn)(nil)
+	_ statsDataPhase    = (*engine.PoolConn)(nil)
+	_ control.DataPhase = (*reportingDataPhase)(nil)
+)
+
 // newServerNet returns the executor the server runs its Data Phases on.
-func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet {
+func newServerNet(lo Config, showErrors bool, log *slog.Logger) *engineNet {
 	n := &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if engine.PoolSupported {
 		n.pool = engine.NewPool(poolOptions(os.Getenv, log))
@@ -73,15 +84,15 @@ func newServerNet(lo localOptions, showErrors bool, log *slog.Logger) *engineNet
 	return n
 }
 
-// newClientNet returns the executor a client runs its Data Phases on: on
+// NewClientNet returns the executor a client runs its Data Phases on: on
 // Linux a pool of Engine Threads, as the server's (with -C n, one thread
 // serves several Test Connections from one epoll set with the receive
 // hold-off, where a locked thread each, more threads than CPUs, woke per
 // datagram and let the receive buffers overflow: docs/performance.md);
 // UDPSTP_CLIENT_THREADS=n bounds it to n threads, 0 selects one Engine
 // Thread per Test Connection. close releases the pool.
-func newClientNet(lo localOptions, showErrors bool, log *slog.Logger) (n *engineNet, close func()) {
-	n = &engineNet{noGSO: lo.NoGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
+func NewClientNet(noGSO, showErrors bool, log *slog.Logger) (net control.Network, close func()) {
+	n := &engineNet{noGSO: noGSO, gro: groOption(os.Getenv, log), showErrors: showErrors, log: log}
 	if !engine.PoolSupported {
 		return n, func() {}
 	}
@@ -271,8 +282,9 @@ func (n *engineNet) runDataPhase(s *engine.Socket, core *dataphase.Conn, onEvent
 		return n.pool.Run(s, core, onEvent)
 	}
 	// At debug level the end of each Data Phase is logged with the Load
-	// Sender's own figures, which no Status PDU carries to the peer: the
-	// capacity check (internal/capacity) reads them there.
+	// Sender's own figures, which no Status PDU carries to the peer, for
+	// a person to read; programs read them from the server's counters
+	// (control.ServerSnapshot.DataDir, the metrics endpoint).
 	var tot dataphase.SubIntervalResult
 	var pcp atomic.Pointer[engine.PoolConn]
 	pc := n.pool.Run(s, core, func(ev dataphase.Event) {

@@ -1,4 +1,4 @@
-package main
+package server
 
 // --metrics-listen: the server's Prometheus endpoint (package metrics).
 // Its sources are the ones -G and STATUS= read: the server's snapshot,
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/udpstp/udpstp/control"
@@ -18,39 +19,44 @@ import (
 	"github.com/udpstp/udpstp/metrics"
 )
 
-// metricsListen reads --metrics-listen: host:port with both given (an
-// IPv6 address in brackets); 0.0.0.0 or [::] is every address, which
-// has to be asked for by name.
-func metricsListen(v optionValues) (string, error) {
-	if !v.set("metrics-listen") {
-		return "", nil
-	}
-	a := v.text("metrics-listen")
-	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" {
-		return "", configError("ERROR: '%s' is not an ADDR:PORT for %s (e.g. 192.0.2.1:24602, [2001:db8::1]:24602)", a, opt("metrics-listen"))
-	}
-	if _, err := parseDecimal(opt("metrics-listen").String()+" port", port, 1, maxPort); err != nil {
-		return "", err
-	}
-	return a, nil
-}
-
 // metricsEndpoint is the endpoint's listener until it serves; nil: none.
 type metricsEndpoint struct {
 	ln net.Listener
 }
 
-// listenMetrics binds addr ("": no endpoint, a nil endpoint).
+// listenMetrics binds addr ("": no endpoint, a nil endpoint) on the
+// families it names (metricsNetwork).
 func listenMetrics(addr string) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen(metricsNetwork(addr), addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opt("metrics-listen"), err)
 	}
 	return &metricsEndpoint{ln: ln}, nil
+}
+
+// metricsNetwork is the network addr asks for: an IPv4 address (0.0.0.0
+// too) is IPv4 only, an IPv6 address IPv6 only, and both only when asked
+// by [::], every address of both. Go's "tcp" would put 0.0.0.0 on a
+// dual-stack socket, which listens on IPv6 too. A host name is left to
+// the resolver: its first address.
+func metricsNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "tcp"
+	}
+	a, err := netip.ParseAddr(host)
+	switch {
+	case err != nil:
+		return "tcp"
+	case a.Is4():
+		return "tcp4"
+	case a.IsUnspecified():
+		return "tcp" // [::]: IPv4 and IPv6
+	}
+	return "tcp6"
 }
 
 // close closes the listener of an endpoint that never served (Serve

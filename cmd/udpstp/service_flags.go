@@ -1,0 +1,82 @@
+package main
+
+// The server's service options as its command line gives them
+// (server.Options).
+
+import (
+	"net"
+	"strings"
+
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/server"
+)
+
+// The server's messages name options as the option table does.
+func init() { server.OptionName = func(name string) string { return opt(name).String() } }
+
+// serviceOpts reads the service options of a server command line.
+func serviceOpts(v optionValues) (server.Options, error) {
+	so := server.DefaultOptions()
+	so.Daemon = v.on("daemon")
+	so.LogFile = v.text("log-file")
+	so.StatsFile = v.text("stats-file")
+	so.AuthKey = v.text("auth-key")
+	so.KeyFile = v.text("key-file")
+	err := v.numbers([]numberField{
+		{"log-size", &so.LogSizeKB},
+		{"setup-rate", &so.SetupRate},
+		{"max-conns-per-source", &so.PerSource},
+		{"source-prefix6", &so.SourcePrefix6},
+	})
+	if err != nil {
+		return so, err
+	}
+	if v.set("test-ports") {
+		if so.TestPorts, err = control.ParsePortRange(v.text("test-ports")); err != nil {
+			return so, configError("ERROR: %v for %s", err, opt("test-ports"))
+		}
+	}
+	if so.MetricsListen, err = metricsListen(v); err != nil {
+		return so, err
+	}
+	if v.set("stats-file") && so.StatsFile == "" {
+		return so, configError("ERROR: %s needs a file name", opt("stats-file"))
+	}
+	if v.set("log-file") && so.LogFile == "" {
+		return so, configError("ERROR: %s needs a file name", opt("log-file"))
+	}
+	if v.set("log-format") {
+		switch f := strings.ToLower(v.text("log-format")); f {
+		case "text", "json":
+			so.LogFormat = f
+		default:
+			return so, configError("ERROR: '%s' is not a valid log format for %s (text or json)", v.text("log-format"), opt("log-format"))
+		}
+	}
+	if v.set("log-level") {
+		l, err := server.ParseLogLevel(v.text("log-level"))
+		if err != nil {
+			return so, configError("ERROR: '%s' is not a valid log level for %s (debug, info, warn or error)", v.text("log-level"), opt("log-level"))
+		}
+		so.LogLevel, so.LogLevelSet = l, true
+	}
+	return so, nil
+}
+
+// metricsListen reads --metrics-listen: host:port with both given (an
+// IPv6 address in brackets); 0.0.0.0 or [::] is every address, which
+// has to be asked for by name.
+func metricsListen(v optionValues) (string, error) {
+	if !v.set("metrics-listen") {
+		return "", nil
+	}
+	a := v.text("metrics-listen")
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return "", configError("ERROR: '%s' is not an ADDR:PORT for %s (e.g. 192.0.2.1:24602, [2001:db8::1]:24602)", a, opt("metrics-listen"))
+	}
+	if _, err := parseDecimal(opt("metrics-listen").String()+" port", port, 1, maxPort); err != nil {
+		return "", err
+	}
+	return a, nil
+}

@@ -1,0 +1,24 @@
+package server
+
+import "github.com/udpstp/udpstp/control"
+
+// ReadKeys builds the server's keys from the -a key and the -K file
+// (either may be empty). Start-up and SIGHUP both read keys through it;
+// a file that does not load is a *KeyFileError.
+func ReadKeys(authKey, keyFile string) (*control.ServerKeys, error) {
+	var file *control.KeyFile
+	if keyFile != "" {
+		f, err := control.LoadKeyFile(keyFile)
+		if err != nil {
+			return nil, &KeyFileError{err}
+		}
+		file = f
+	}
+	return control.NewServerKeys(authKey, file)
+}
+
+// KeyFileError is a key file that did not load.
+type KeyFileError struct{ err error }
+
+func (e *KeyFileError) Error() string { return e.err.Error() }
+func (e *KeyFileError) Unwrap() error { return e.err }
