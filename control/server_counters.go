@@ -43,6 +43,8 @@ const (
 	CountRefusalUnanswered // refusals not answered: the source is over its answer budget
 	CountPendingEvicted    // Test Connections awaiting activation evicted for newer Setups
 	CountActivationForeign // Test Activations dropped: not from the Setup's address
+	CountSourceRunningCap  // Setups refused (code 13): the source holds its cap of Test Connections
+	CountSourcePendingCap  // Setups refused (code 13): the source holds all the pending Test Connections it may
 
 	NumServerCounters // the number of ServerCounters, not one
 )
@@ -65,6 +67,8 @@ var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
 	CountRefusalUnanswered:  {Name: "setup_refusals_unanswered", Help: "Setup refusals not answered: their source was over its answer budget"},
 	CountPendingEvicted:     {Name: "pending_evicted", Help: "Test Connections awaiting activation evicted to make room for a newer Setup"},
 	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
+	CountSourceRunningCap:   {Name: "setup_source_cap", Help: "Setup Requests refused: their source held its cap of Test Connections, pending and running"},
+	CountSourcePendingCap:   {Name: "setup_source_pending_cap", Help: "Setup Requests refused: their source held all the Test Connections awaiting activation it may"},
 }
 
 // Info returns the counter's name and help text.
