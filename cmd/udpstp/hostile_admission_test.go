@@ -194,7 +194,12 @@ func TestHostileAdmissionFlood(t *testing.T) {
 			continue
 		}
 		t.Logf("%s -C 8 during the flood: ErrorStatus %d %s", c.name, r.ErrorStatus, r.ErrorMessage)
-		if r.ErrorStatus != 0 {
+		// 4 and 5 are OB-UDPST's traffic-stopped warnings: every
+		// connection was admitted and the test completed, but the machine
+		// stalled the Data Phase for a second (a loaded 2-core machine
+		// stalls every process: DEVELOPERS.md). What this test judges is
+		// admission: a refusal is 113, a failure 50 and above.
+		if r.ErrorStatus != 0 && r.ErrorStatus != 4 && r.ErrorStatus != 5 {
 			t.Errorf("%s -C 8 client during the flood: ErrorStatus %d %s %s\nserver log:\n%s", c.name, r.ErrorStatus, r.ErrorMessage, r.ErrorMessage2, lastLines(p.log(), 30))
 		}
 	}
