@@ -144,6 +144,11 @@ func (s *Server) countInvalid(err error) {
 	if pe, ok := err.(*dataphase.PDUError); ok {
 		field = pe.Field
 	}
+	s.countInvalidField(field)
+}
+
+// countInvalidField counts an invalid control PDU by the field at fault.
+func (s *Server) countInvalidField(field string) {
 	switch field {
 	case "length":
 		s.Counters.Add(CountInvalidSize)

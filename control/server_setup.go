@@ -18,21 +18,31 @@ import (
 // answers it. to is the address it was sent to when the control socket is
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
+// errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
+var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
 	var req SetupPDU
-	err := req.Decode(b)
-	if err == nil && req.CmdResponse == SetupAccepted {
-		// OB-UDPST echoes a request's non-zero cmdResponse as the
-		// answer; "accepted" with no test port would be a lie.
-		err = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+	field := setupFault(b)
+	if field == "" {
+		req.Decode(b) // cannot fail: setupFault found nothing
+		if req.CmdResponse == SetupAccepted {
+			// OB-UDPST echoes a request's non-zero cmdResponse as the
+			// answer; "accepted" with no test port would be a lie.
+			field = "cmdResponse"
+		}
 	}
-	if err != nil {
-		// Dropped without an answer, as OB-UDPST does.
+	if field != "" {
+		// Dropped without an answer, as OB-UDPST does. A flood of junk
+		// ends here at no allocation: the error is built, and the log
+		// record, only when it is written.
 		s.Counters.Add(CountSetupInvalid)
-		s.countInvalid(err)
-		// A flood of junk ends here: build the log record only when it is
-		// written (its arguments alone would allocate per datagram).
+		s.countInvalidField(field)
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			err := req.Decode(b)
+			if err == nil {
+				err = errACKOK
+			}
 			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
 		}
 		return
