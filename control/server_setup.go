@@ -19,6 +19,7 @@ import (
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
+	b, form := widenSetup(b) // protocols 8..10 in the 56-byte form (legacy.go)
 	var req SetupPDU
 	err := req.Decode(b)
 	if err == nil && req.CmdResponse == SetupAccepted {
@@ -75,7 +76,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		jumbo := req.ModifierBitmap&SetupJumbo != 0
 		trad := req.ModifierBitmap&SetupTraditionalMTU != 0
 		switch {
-		case req.ProtocolVer < MinProtocolVersion || req.ProtocolVer > ProtocolVersion:
+		case !form.accepts(req.ProtocolVer):
 			code = SetupBadVersion
 		case req.MCCount == 0 || req.MCCount > MaxConnsPerClient || req.MCIndex >= req.MCCount:
 			code = SetupMCInvalid
@@ -113,6 +114,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
 	}
 	s.signResponse(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
+	resp = form.narrow(resp)
 	if code != SetupNone {
 		s.Counters.reject(code)
 		if s.eps.note(epSetupRefused, from.Addr(), now) {
