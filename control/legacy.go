@@ -119,6 +119,35 @@ func encodeSetupProto(p *SetupPDU, b []byte) []byte {
 	return setupV8.narrow(full)
 }
 
+// encodeActivationProto writes a Test Activation Request in the layout of
+// its protocol version: 104 bytes for 20, 60 for 11..19 (the Sub-Interval
+// in seconds, no protocol 20 fields), 56 before 11 (protocol 8 without the
+// modifier bitmap and algorithm it reserves).
+func encodeActivationProto(ta *ActivationPDU, pver uint16) []byte {
+	b := make([]byte, ActivationLen)
+	if pver >= AuthECNProtocolVer {
+		return ta.Encode(b, false)
+	}
+	ta.SubIntPeriodSec = uint8(ta.SubIntPeriod / 1000)
+	ta.SubIntPeriod, ta.ECNCEThresh, ta.SRAdjSuppCount = 0, 0, 0
+	if pver < bandwidthProtocolVer {
+		ta.ModifierBitmap, ta.RateAdjAlgo = 0, 0
+	}
+	out := ta.Encode(b, true)
+	if preChecksum(pver) {
+		out = out[:ActivationV8Len]
+	}
+	return out
+}
+
+// protocol is the version a client speaks (--protocol).
+func (c *ClientConfig) protocol() uint16 {
+	if c.Protocol <= 0 || c.Protocol > int(ProtocolVersion) {
+		return ProtocolVersion
+	}
+	return uint16(c.Protocol)
+}
+
 // widenActivation returns a Test Activation PDU of a protocol 8..10
 // connection (56 bytes) in the 60-byte protocol 11 form, its checksum 0;
 // ok is false when the length is not 56 (OB-UDPST 7.x and 8.1 drop it).
