@@ -2,7 +2,10 @@ package control
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -236,5 +239,68 @@ func TestWriteLegacyFuzzCorpus(t *testing.T) {
 			}
 		}
 		golden.WriteCorpusInputs(t, name, in)
+	}
+}
+
+// TestLegacyAuth: a protocol 8 or 10 Setup Request signed as OB-UDPST 7.x
+// and 8.1 sign it (HMAC-SHA256 with the raw key over the request as sent,
+// digest zeroed) is accepted by a keyed server, with the response's digest
+// cleared; a wrong key gets AUTHFAIL, a time 151 s off AUTHTIME, 149 s off
+// passes (their window is 150 s, not protocol 20's 5).
+func TestLegacyAuth(t *testing.T) {
+	const key = "legacy-key-0123"
+	now := time.Unix(1796200000, 0)
+	for _, pver := range []uint16{8, 10} {
+		for _, c := range []struct {
+			name string
+			key  string
+			skew int64
+			want uint8
+		}{
+			{"good", key, 0, SetupAccepted},
+			{"149 s late", key, -149, SetupAccepted},
+			{"wrong key", "another-key", 0, SetupAuthFail},
+			{"151 s late", key, -151, SetupAuthTime},
+			{"151 s early", key, 151, SetupAuthTime},
+		} {
+			t.Run(fmt.Sprintf("%d/%s", pver, c.name), func(t *testing.T) {
+				cfg := DefaultServerConfig()
+				keys, err := NewServerKeys(key, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Keys = keys
+				n := fakeNet{&memnet.Net{}}
+				s, err := NewServer(cfg, n, slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { s.closeControl(); s.shutdown(time.Second) }()
+				s.now = func() time.Time { return now }
+				req := SetupPDU{ProtocolVer: pver, MCCount: 1, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}
+				req.AuthMode, req.AuthUnixTime = AuthControl, uint32(now.Unix()+c.skew)
+				b := encodeSetupProto(&req, make([]byte, SetupLen))
+				mac := hmac.New(sha256.New, []byte(c.key))
+				mac.Write(b)
+				copy(b[len(b)-32:], mac.Sum(nil))
+				ctl := n.Sockets()[0]
+				s.handleSetup(ctl, append(make([]byte, 0, 2048), b...), netip.MustParseAddrPort("127.0.0.1:4000"), netip.Addr{})
+				sent := ctl.Sent()
+				if len(sent) != 1 || len(sent[0].B) != len(b) {
+					t.Fatalf("responses %v", sent)
+				}
+				r := sent[0].B
+				code := r[5]
+				if pver >= multiConnProtocolVer {
+					code = r[9]
+				}
+				if code != c.want {
+					t.Errorf("code %d, want %d", code, c.want)
+				}
+				if !bytes.Equal(r[len(r)-32:], make([]byte, 32)) {
+					t.Errorf("response digest not cleared: %x", r)
+				}
+			})
+		}
 	}
 }

@@ -58,7 +58,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 	authErr := false
 	if checked {
 		var c uint8
-		if keys, c = serverKeys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
+		if keys, c = verifySetup(serverKeys, b, form, req.ProtocolVer, now); c != 0 { // legacy.go
 			code, authErr = c, true
 			s.countAuth(c)
 		} else if replay, full := s.replay.seen(AuthDigest(b), AuthTime(b), now); replay || full {

@@ -60,6 +60,18 @@ func TestInteropLegacy(t *testing.T) {
 				t.Fatalf("%s=%s: %v", rel.env, bin, err)
 			}
 			takeAllSlots(t)
+			if rel.protocol < 11 {
+				// Signed as these releases sign (docs/compatibility.md).
+				t.Run("-d/udpst client -a, udpstp server -a", func(t *testing.T) {
+					port := freePort(t, "127.0.0.1")
+					spawnServer(t, udpstpBin, "server", "-a", "legacy-key-0123", "-p", fmt.Sprint(port), "127.0.0.1")
+					out, code, err := runClientProc(bin, "-d", "-t", "5", "-a", "legacy-key-0123", "-p", fmt.Sprint(port), "127.0.0.1")
+					if err != nil {
+						t.Fatal(err)
+					}
+					textComplete(t, code, out, 5)
+				})
+			}
 			for _, dir := range []string{"-d", "-u"} {
 				t.Run(dir+"/udpst client, udpstp server", func(t *testing.T) {
 					port := freePort(t, "127.0.0.1")
