@@ -186,10 +186,6 @@ func tableForProto(t []dataphase.SendingRate, pver uint16) []dataphase.SendingRa
 	return c
 }
 
-// legacyAuthWindow is how far, in seconds, OB-UDPST before 8.2.0 lets a
-// Setup Request's authUnixTime be from its clock (AUTH_TIME_WINDOW).
-const legacyAuthWindow = 150
-
 // verifySetup checks a Setup Request's digest: protocol 11 and 20 as
 // VerifySetup does, 8 to 10 as OB-UDPST 7.x, 8.0 and 8.1 do (verifyAuth).
 func verifySetup(k *ServerKeys, w []byte, f setupForm, pver uint16, now time.Time) (SessionKeys, uint8) {
@@ -202,8 +198,11 @@ func verifySetup(k *ServerKeys, w []byte, f setupForm, pver uint16, now time.Tim
 // verifyAuth checks the digest of a protocol 8..10 Setup Request, given in
 // its 56-byte form w: HMAC-SHA256 keyed with the raw key (-a; else key 0
 // of -K, these versions carry no key ID) over the request as it came, 48
-// or 52 bytes, with authDigest zeroed, and its time within
-// legacyAuthWindow. It returns 0, SetupAuthFail or SetupAuthTime. These
+// or 52 bytes, with authDigest zeroed, and its time within AuthWindow.
+// OB-UDPST before 8.2.0 allows 150 s; we keep 5 s, the window the replay
+// cache covers (replay.go): a signed request captured and sent again 6 to
+// 150 s later would otherwise be taken. A client whose clock is further
+// off gets AUTHTIME. It returns 0, SetupAuthFail or SetupAuthTime. These
 // versions sign nothing else: the response's digest is cleared.
 func (f setupForm) verifyAuth(w []byte, k *ServerKeys, now time.Time) uint8 {
 	var c [SetupLen]byte
@@ -219,8 +218,7 @@ func (f setupForm) verifyAuth(w []byte, k *ServerKeys, now time.Time) uint8 {
 	if !hmac.Equal(mac.Sum(nil), w[SetupV10Len-authDigestLen:SetupV10Len]) {
 		return SetupAuthFail
 	}
-	t, s := int64(AuthTime(w)), now.Unix()
-	if t < s-legacyAuthWindow || t > s+legacyAuthWindow {
+	if !CheckTime(AuthTime(w), now) {
 		return SetupAuthTime
 	}
 	return 0
