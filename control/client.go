@@ -88,22 +88,7 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 
 	// Setup Request, in the layout of the version spoken (legacy.go).
 	pver := cfg.protocol()
-	req := SetupPDU{
-		ProtocolVer: pver, MCIndex: uint8(index), MCCount: uint8(max(cfg.ConnMax, 1)),
-		MCIdent: mcIdent, CmdRequest: SetupCmdRequest,
-	}
-	if cfg.MaxBandwidth > 0 {
-		req.MaxBandwidth = uint16(max(cfg.MaxBandwidth/max(cfg.ConnMax, 1), 1))
-		if cfg.Upstream {
-			req.MaxBandwidth |= MaxBandwidthUpstream
-		}
-	}
-	if !cfg.NoJumbo {
-		req.ModifierBitmap |= SetupJumbo
-	}
-	if cfg.TraditionalMTU {
-		req.ModifierBitmap |= SetupTraditionalMTU
-	}
+	req := setupRequest(cfg, index, mcIdent)
 	out := encodeSetupProto(&req, make([]byte, SetupLen))
 	var keys SessionKeys
 	keyed := len(cfg.Key) > 0
@@ -216,6 +201,28 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		return nil, &SetupError{Status: 150, Msg: "ERROR: " + err.Error() + " in test activation response from server" + suffix}
 	}
 	return accepted(sock, cfg, server, peer, resp, granted)
+}
+
+// setupRequest builds Test Connection index's Setup Request from the
+// options.
+func setupRequest(cfg *ClientConfig, index int, mcIdent uint16) SetupPDU {
+	req := SetupPDU{
+		ProtocolVer: cfg.protocol(), MCIndex: uint8(index), MCCount: uint8(max(cfg.ConnMax, 1)),
+		MCIdent: mcIdent, CmdRequest: SetupCmdRequest,
+	}
+	if cfg.MaxBandwidth > 0 {
+		req.MaxBandwidth = uint16(max(cfg.MaxBandwidth/max(cfg.ConnMax, 1), 1))
+		if cfg.Upstream {
+			req.MaxBandwidth |= MaxBandwidthUpstream
+		}
+	}
+	if !cfg.NoJumbo {
+		req.ModifierBitmap |= SetupJumbo
+	}
+	if cfg.TraditionalMTU {
+		req.ModifierBitmap |= SetupTraditionalMTU
+	}
+	return req
 }
 
 // grantParams are the Data Phase parameters a Test Activation PDU (the
