@@ -88,24 +88,10 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		deadline = d
 	}
 
-	// Setup Request.
-	req := SetupPDU{
-		ProtocolVer: ProtocolVersion, MCIndex: uint8(index), MCCount: uint8(max(cfg.ConnMax, 1)),
-		MCIdent: mcIdent, CmdRequest: SetupCmdRequest,
-	}
-	if cfg.MaxBandwidth > 0 {
-		req.MaxBandwidth = uint16(max(cfg.MaxBandwidth/max(cfg.ConnMax, 1), 1))
-		if cfg.Upstream {
-			req.MaxBandwidth |= MaxBandwidthUpstream
-		}
-	}
-	if !cfg.NoJumbo {
-		req.ModifierBitmap |= SetupJumbo
-	}
-	if cfg.TraditionalMTU {
-		req.ModifierBitmap |= SetupTraditionalMTU
-	}
-	out := req.Encode(make([]byte, SetupLen))
+	// Setup Request, in the layout of the version spoken (legacy.go).
+	pver := cfg.protocol()
+	req := setupRequest(cfg, index, mcIdent)
+	out := encodeSetupProto(&req, make([]byte, SetupLen))
 	var keys SessionKeys
 	keyed := len(cfg.Key) > 0
 	if keyed {
@@ -143,6 +129,9 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 					foreign = from
 				}
 				return false, nil
+			}
+			if preChecksum(pver) {
+				b, _ = widenSetup(b)
 			}
 			if err := resp.Decode(b); err != nil {
 				alert(alertText("setup response", b) + " [Server" + suffix + "]")
@@ -182,7 +171,8 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + suffix + ": " + err.Error()}
 	}
 	ta := activationRequest(cfg)
-	taOut := ta.Encode(make([]byte, ActivationLen), false)
+	legacy := pver < AuthECNProtocolVer
+	taOut := encodeActivationProto(&ta, pver)
 	if keyed {
 		Sign(taOut, keys.Client[:], uint32(time.Now().Unix()), cfg.KeyID)
 	}
@@ -191,7 +181,12 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	// Data Phase takes the copy as one invalid datagram.
 	err = exchange(ctx, sock, buf, deadline, 2, false, func() error { return sock.Send(taOut) },
 		func(b []byte, _ netip.AddrPort) (bool, error) {
-			if err := granted.Decode(b, false); err != nil {
+			if preChecksum(pver) {
+				if w, ok := widenActivation(b); ok {
+					b = w
+				}
+			}
+			if err := granted.Decode(b, legacy); err != nil {
 				// A lost response in a downstream test is followed by Load
 				// PDUs, each an alert; the report caps them for the run
 				// (report.MaxAlerts), as OB-UDPST's ALERT_MSG_LIMIT does.
@@ -216,17 +211,39 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	}
 	// What the server granted must be what a server may grant for this
 	// request (dataphase.CheckGrant); OB-UDPST's client takes anything.
-	if err := dataphase.CheckGrant(grantParams(&ta), grantParams(&granted)); err != nil {
+	if err := dataphase.CheckGrant(grantParams(&ta, legacy), grantParams(&granted, legacy)); err != nil {
 		return nil, &SetupError{Status: 150, Msg: "ERROR: " + err.Error() + " in test activation response from server" + suffix}
 	}
 	return accepted(sock, cfg, server, peer, resp, granted)
 }
 
+// setupRequest builds Test Connection index's Setup Request from the
+// options.
+func setupRequest(cfg *ClientConfig, index int, mcIdent uint16) SetupPDU {
+	req := SetupPDU{
+		ProtocolVer: cfg.protocol(), MCIndex: uint8(index), MCCount: uint8(max(cfg.ConnMax, 1)),
+		MCIdent: mcIdent, CmdRequest: SetupCmdRequest,
+	}
+	if cfg.MaxBandwidth > 0 {
+		req.MaxBandwidth = uint16(max(cfg.MaxBandwidth/max(cfg.ConnMax, 1), 1))
+		if cfg.Upstream {
+			req.MaxBandwidth |= MaxBandwidthUpstream
+		}
+	}
+	if !cfg.NoJumbo {
+		req.ModifierBitmap |= SetupJumbo
+	}
+	if cfg.TraditionalMTU {
+		req.ModifierBitmap |= SetupTraditionalMTU
+	}
+	return req
+}
+
 // grantParams are the Data Phase parameters a Test Activation PDU (the
 // client's request or the server's response) stands for, as CheckGrant
 // compares them.
-func grantParams(a *ActivationPDU) dataphase.Params {
-	p := activationParams(a, false)
+func grantParams(a *ActivationPDU, legacy bool) dataphase.Params {
+	p := activationParams(a, legacy)
 	p.InitialRate = a.Rate
 	return p
 }
@@ -311,7 +328,7 @@ func setupErr(ctx context.Context, err error, suffix string) error {
 // activationRequest builds the Test Activation Request from the options.
 func activationRequest(cfg *ClientConfig) ActivationPDU {
 	ta := ActivationPDU{
-		ProtocolVer:    ProtocolVersion,
+		ProtocolVer:    cfg.protocol(),
 		CmdRequest:     ActivationDownstream,
 		LowThresh:      uint16(cfg.LowThresh),
 		UpperThresh:    uint16(cfg.UpperThresh),
@@ -356,7 +373,15 @@ func activationRequest(cfg *ClientConfig) ActivationPDU {
 func accepted(sock Socket, cfg *ClientConfig, server, peer netip.AddrPort, setup SetupPDU, g ActivationPDU) (*ClientConn, error) {
 	now := clock.Now()
 	v4 := IsIPv4(peer)
-	p := activationParams(&g, false)
+	pver := cfg.protocol()
+	p := activationParams(&g, pver < AuthECNProtocolVer)
+	if preChecksum(pver) {
+		p.Proto = pver
+	}
+	if pver < AuthECNProtocolVer {
+		// Granted speaks milliseconds to its readers, as protocol 20 does.
+		g.SubIntPeriod = uint16(p.SubIntPeriod.Milliseconds())
+	}
 	p.IPv6 = !v4
 	p.InitialRate = g.Rate
 	p.NoSeqRollback = cfg.NoSeqRollback

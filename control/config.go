@@ -129,6 +129,7 @@ type ClientConfig struct {
 	CEThresh       int    // -Z
 	Bimodal        int    // -i count: Sub-Intervals of the first mode
 	Suppress       bool   // -i -count: rate adjustment suppressed in the first mode
+	Protocol       int    // --protocol: the version spoken (legacy.go); 0 = ProtocolVersion
 
 	// Output.
 	Format     string // "" (text), "json", "jsonb", "jsonf"

@@ -222,6 +222,13 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		}
 		b := buf[:n]
 		var ta ActivationPDU
+		if preChecksum(req.ProtocolVer) { // protocols 8..10 (legacy.go)
+			if w, ok := widenActivation(b); ok {
+				b = w
+			} else {
+				b = b[:0] // not 56 bytes: dropped, as 7.x and 8.1 drop it
+			}
+		}
 		taLen, err := ta.DecodeRequest(b, legacy)
 		if err != nil {
 			s.countInvalid(err)
@@ -274,7 +281,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		Coerce(&ta, legacy, Limits{
 			MaxTestTime: s.cfg.MaxTestTime, MaxDSCPECN: s.cfg.MaxDSCPECN,
 			MaxRateIndex: s.cfg.MaxRateIndex, AllowRandom: s.cfg.AllowRandom,
-		}, s.table, recvTOS)
+		}, tableForProto(s.table, req.ProtocolVer), recvTOS)
 		if ta.DSCPECN != 0 {
 			// The response already goes out marked (wire.md 1.5 step 5).
 			if err := sc.sock.SetTOS(ta.DSCPECN, v4); err != nil {
@@ -291,7 +298,13 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		} else {
 			out = out[:taLen] // a short request: no auth block, no checksum field
 		}
+		if preChecksum(req.ProtocolVer) {
+			out = out[:ActivationV8Len]
+		}
 		p := s.params(&ta, legacy, !v4, req.AuthMode)
+		if preChecksum(req.ProtocolVer) {
+			p.Proto, p.Table = req.ProtocolVer, tableForProto(s.table, req.ProtocolVer)
+		}
 		p.PeerBytesIn, p.PeerBytesOut = n, len(out) // the anti-amplification budget's start (dataphase/amplification.go)
 		if err := sc.sock.Send(out); err != nil {
 			sc.log.error("cannot send test activation response", "peer", from, "err", err)

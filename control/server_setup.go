@@ -14,14 +14,15 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
+// errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
+var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+
 // handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
 // answers it. to is the address it was sent to when the control socket is
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
-// errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
-var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
-
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
+	b, form := widenSetup(b) // protocols 8..10 in the 56-byte form (legacy.go)
 	var req SetupPDU
 	field := setupFault(b)
 	if field == "" {
@@ -67,7 +68,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 	authErr := false
 	if checked {
 		var c uint8
-		if keys, c = serverKeys.VerifySetup(b, req.ProtocolVer, now); c != 0 {
+		if keys, c = verifySetup(serverKeys, b, form, req.ProtocolVer, now); c != 0 { // legacy.go
 			code, authErr = c, true
 			s.countAuth(c)
 		} else if replay, full := s.replay.seen(AuthDigest(b), AuthTime(b), now); replay || full {
@@ -85,7 +86,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		jumbo := req.ModifierBitmap&SetupJumbo != 0
 		trad := req.ModifierBitmap&SetupTraditionalMTU != 0
 		switch {
-		case req.ProtocolVer < MinProtocolVersion || req.ProtocolVer > ProtocolVersion:
+		case !form.accepts(req.ProtocolVer):
 			code = SetupBadVersion
 		case req.MCCount == 0 || req.MCCount > MaxConnsPerClient || req.MCIndex >= req.MCCount:
 			code = SetupMCInvalid
@@ -123,6 +124,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
 	}
 	answerAuth(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
+	resp = form.narrow(resp)
 	if code != SetupNone {
 		s.Counters.reject(code)
 		if s.eps.note(epSetupRefused, from.Addr(), now) {

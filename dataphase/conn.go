@@ -94,7 +94,8 @@ type Conn struct {
 	events        []Event
 	done          bool
 	statusScratch StatusPDU
-	phase         clock.Time // the grid's phase (SetGridPhase), for Bursts and Status PDUs
+	statusWide    [StatusLegacyLen]byte // a pre-11 Status PDU in the 168-byte form (statuspdu_legacy.go)
+	phase         clock.Time            // the grid's phase (SetGridPhase), for Bursts and Status PDUs
 }
 
 // statusGrid is the grid of the Status PDUs' due times.
@@ -463,7 +464,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 			// No Status PDU before the first Load PDU; no number used.
 			return false
 		}
-		if c.amp.on && c.amp.budget() < int64(statusLenFor(c.p.Legacy)) {
+		if c.amp.on && c.amp.budget() < int64(StatusLenProto(c.p.proto())) {
 			c.counts[CountAmpHeld]++
 			return false // the budget is spent; the next Load PDUs refill it
 		}
@@ -501,7 +502,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 		c.statusWire = c.amp.statusTime(now.Wall)
 		s.SpduTimeSec, s.SpduTimeNsec = clock.Split(c.statusWire)
 	}
-	n := s.Encode(b.slot(0), c.p.Legacy)
+	n := s.EncodeProto(b.slot(0), c.p.proto())
 	b.Dgrams[0] = OutDatagram{HdrLen: uint16(n), Len: uint16(n)}
 	c.statusLen = n
 	c.pl.statusSent(clock.Join(s.SpduTimeSec, s.SpduTimeNsec))
@@ -706,7 +707,7 @@ func (c *Conn) Receive(b *RecvBatch) {
 
 func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	var h LoadHeader
-	if err := h.Decode(data); err != nil {
+	if err := h.DecodeProto(data, c.p.proto()); err != nil {
 		c.invalid("load", err, data, d.Len)
 		return
 	}
@@ -818,7 +819,7 @@ func seqErrText(n uint16) string {
 
 func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	s := &c.statusScratch
-	if err := s.Decode(data, c.p.Legacy); err != nil {
+	if err := s.DecodeProto(data, c.p.proto(), &c.statusWide); err != nil {
 		c.invalid("status", err, data, d.Len)
 		return
 	}

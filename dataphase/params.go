@@ -8,8 +8,11 @@ import "time"
 type Params struct {
 	Server   bool // this end is the server (it runs the rate adjustment)
 	Upstream bool // the client sends load
-	Legacy   bool // protocol 11..19: 168-byte Status PDUs, no auth/ECN area
-	IPv6     bool // a real IPv6 peer (not IPv4-mapped): payload sizes minus 20
+	Legacy   bool // protocol 8..19: 168-byte (156 before 10) Status PDUs, no auth/ECN area
+	// Proto is the peer's protocol version when it is older than 11
+	// (statuspdu_legacy.go); 0 means "11 when Legacy, else 20".
+	Proto uint16
+	IPv6  bool // a real IPv6 peer (not IPv4-mapped): payload sizes minus 20
 
 	TestIntTime  time.Duration // test duration (TA testIntTime)
 	TrialInt     time.Duration // Status PDU period (TA trialInt)
@@ -98,3 +101,14 @@ const (
 	DefaultCatchUpBudget = 1 * time.Millisecond
 	MaxWarnings          = 10 // warnings per Test Connection, all kinds together
 )
+
+// proto is the protocol version whose PDU layouts the Test Connection uses.
+func (p *Params) proto() uint16 {
+	switch {
+	case p.Proto != 0:
+		return p.Proto
+	case p.Legacy:
+		return ChecksumProtoMin
+	}
+	return 20
+}

@@ -96,7 +96,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
 	log.Info("udpstp server started", "version", buildinfo.Get().Version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
-		control.ProtocolVersion, control.MinProtocolVersion, control.ProtocolVersion),
+		control.ProtocolVersion, control.MinLegacyProtocolVer, control.ProtocolVersion),
 		"listen", srv.Addrs(), "socket_activation", len(socks) > 0, "executor", base.describe(),
 		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
 		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "setup_rate_per_source", so.SetupRate,

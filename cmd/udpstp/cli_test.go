@@ -176,6 +176,7 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"-m", "1", "--ecn-ce-threshold", "255"}, func(c *cc) { c.DSCPECN, c.CEThresh = 1, 255 }},
 		{[]string{"--output", "result.json"}, func(c *cc) { c.OutputFile = "result.json" }},
 		{[]string{"--textfile", "udpstp.prom"}, func(c *cc) { c.TextFile = "udpstp.prom" }},
+		{[]string{"--protocol", "9"}, func(c *cc) { c.Protocol = 9 }},
 		{[]string{"--no-gso"}, func(c *cc) {}}, // localOptions, checked below
 		// The plan is in localOptions (plan_test.go); a bidirectional
 		// test's idle baseline is in the config.
@@ -361,6 +362,8 @@ func TestRangeErrors(t *testing.T) {
 	mustFail(t, exitConfig, []string{"server", "-I", "1153"}, "Parameter 1153 out-of-range for --rate-index/-I (0-1152)")
 	mustFail(t, exitConfig, []string{"server", "-B", "100001"}, "Parameter 100001 out-of-range for --bandwidth/-B (0-100000)")
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-B", "32768"}, "Parameter 32768 out-of-range for --bandwidth/-B (0-32767)")
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "--protocol", "7"}, "Parameter 7 out-of-range for --protocol (8-20)")
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "--protocol", "21"}, "Parameter 21 out-of-range for --protocol (8-20)")
 }
 
 // TestCrossChecks covers every check of measurement.md 7.1 that involves
@@ -407,6 +410,16 @@ func TestCrossChecks(t *testing.T) {
 			[]string{"ERROR: Minimum connection count > maximum connection count", "--connections/-C 3-2"}},
 		{[]string{"client", "-d", "h1", "h2", "-C", "1-1"},
 			[]string{"ERROR: Maximum multi-connection count must be >= server count", "--connections/-C"}},
+		{[]string{"client", "-d", "h", "--protocol", "10", "-a", "k"},
+			[]string{"ERROR: Authentication is not available with --protocol 10"}},
+		{[]string{"client", "-d", "h", "--protocol", "11", "-m", "2", "-Z", "5"},
+			[]string{"ERROR: --ecn-ce-threshold/-Z is not available with --protocol 11"}},
+		{[]string{"client", "-d", "h", "--protocol", "19", "-i", "-2"},
+			[]string{"ERROR: --bimodal/-i with a negative count is not available with --protocol 19"}},
+		{[]string{"client", "-d", "h", "--protocol", "8", "-P", "500"},
+			[]string{"ERROR: --sub-interval/-P must be whole seconds with --protocol 8 (500 ms)"}},
+		{[]string{"client", "-d", "h", "--protocol", "9", "-C", "2"},
+			[]string{"ERROR: --protocol 9 has one Test Connection per server (--connections/-C 2)"}},
 		{[]string{"client", "-d", "h", "-M"},
 			[]string{"ERROR: Maximum from local interface requires local interface option", "--interface-max/-M", "--interface/-E"}},
 		{[]string{"client", "h"},

@@ -212,6 +212,7 @@ func clientOptions(v optionValues, cfg *control.ClientConfig) (keyID int, err er
 		{"high-speed-delta", &cfg.HighSpeedDelta},
 		{"seq-error-threshold", &cfg.SeqErrThresh},
 		{"ecn-ce-threshold", &cfg.CEThresh},
+		{"protocol", &cfg.Protocol},
 	}); err != nil {
 		return 0, err
 	}
@@ -262,7 +263,7 @@ func checkClient(v optionValues, cfg *control.ClientConfig, keyID int) error {
 		return configError("ERROR: Packet marking octet must set ECN bits to ECT(0)/Classic [10] or ECT(1)/L4S [01] (%s needs %s with ECN bits 01 or 10, not 0x%02x)",
 			opt("ecn-ce-threshold"), opt("dscp-ecn"), cfg.DSCPECN)
 	}
-	return nil
+	return checkProtocol(v, cfg)
 }
 
 // clientKey sets the key and key ID from -a or -K and -y. Key file

@@ -209,6 +209,9 @@ var options = []option{
 	// Ours.
 	{name: "output", role: forClient, kind: text, category: catOutput,
 		usage: "also write the JSON result to `FILE`, atomically", wrongRole: "ERROR: Output file only valid when client"},
+	{name: "protocol", role: forClient, kind: decimal, lo: int(control.MinLegacyProtocolVer), hi: int(control.ProtocolVersion), category: catTest,
+		usage: "speak protocol version `N` to an older server: 8-9 OB-UDPST 7.x, 10 8.0-8.1, 11 8.2 (8-20; below 20 no key, -Z or -i -n; below 10 one connection)",
+		def:   "20", wrongRole: "ERROR: Protocol version only valid when client"},
 	{name: "bidirectional", role: forClient, category: catTest,
 		usage:     "test both directions at once, one upstream and one downstream test (-C n: n of each), after an idle baseline; -u -d together say the same",
 		wrongRole: "ERROR: Bidirectional test only valid when client"},

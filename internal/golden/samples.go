@@ -153,7 +153,13 @@ func Spread[T any](all []T) []T {
 // 16 hex digits of the SHA-256 of the file's content.
 func WriteCorpus(t *testing.T, name, id string, conv func([]byte) []byte, class func([]byte) string) {
 	t.Helper()
-	inputs := Samples(t, id, corpusSize, conv, class)
+	WriteCorpusInputs(t, name, Samples(t, id, corpusSize, conv, class))
+}
+
+// WriteCorpusInputs writes inputs as the seed corpus files of the fuzz
+// target name, in testdata/fuzz/name of the package under test.
+func WriteCorpusInputs(t *testing.T, name string, inputs [][]byte) {
+	t.Helper()
 	if len(inputs) == 0 {
 		t.Fatalf("%s: no inputs", name)
 	}
