@@ -600,7 +600,7 @@ func TestServiceOptionErrors(t *testing.T) {
 		{[]string{"--log-format", "xml"}, exitConfig, []string{"'xml' is not a valid log format", "--log-format"}},
 		{[]string{"--log-level", "loud"}, exitConfig, []string{"'loud' is not a valid log level", "--log-level"}},
 		{[]string{"--max-connections", "0"}, exitConfig, []string{"out-of-range for --max-connections (1-254)"}},
-		{[]string{"-G", filepath.Join(missing, "stats.json")}, 75, []string{"FOPEN ERROR", "stats.json.tmp", "--stats-file/-G"}},
+		{[]string{"-G", filepath.Join(missing, "stats.json")}, 75, []string{"FOPEN ERROR", "no/such/dir", "no such file or directory", "--stats-file/-G"}},
 		{[]string{"-x", "-l", filepath.Join(missing, "log")}, 75, []string{"FOPEN ERROR", "--log-file/-l"}},
 		{[]string{"-K", filepath.Join(missing, "keys")}, exitKeyFile, []string{"key file"}},
 		{[]string{"-l", "log"}, exitConfig, []string{"--log-file/-l needs --daemon/-x"}},
