@@ -81,13 +81,13 @@ lint:
 # reads the -json stream), then the skipped tests per package. It fails if
 # a golden or contract test skipped, or a skip did not say why.
 unit:
-	$(GO) test -count=1 -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/unit.json
+	$(GO) test -count=1 -timeout 25m -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/unit.json
 
 # race: the race detector over the tests -short keeps (the end-to-end
 # tests run real processes, which it does not instrument). Allocation
 # counts are not judged there (internal/race).
 race:
-	$(GO) test -race -short -count=1 -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/race.json
+	$(GO) test -race -short -count=1 -timeout 25m -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/race.json
 
 # lab: the timing-bound checks: the network lab's accuracy and throughput
 # (cmd/udpstp TestLab), the impairment lab (TestImpairLab, and the relay's
