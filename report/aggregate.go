@@ -6,8 +6,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// aggregate is the client's one aggregate Test Connection (measurement.md
-// 5.2): the connections' Sub-Intervals are merged into it until it is
+// aggregate is the client's one aggregate Test Connection (see the package
+// doc): the connections' Sub-Intervals are merged into it until it is
 // emitted as one aggregate Sub-Interval.
 type aggregate struct {
 	count   int // aggregate Sub-Intervals emitted so far

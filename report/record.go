@@ -47,7 +47,7 @@ func recordOf(r *dataphase.SubIntervalResult) record {
 	}
 }
 
-// merge adds a connection's record to the aggregate (measurement.md 5.2).
+// merge adds a connection's record to the aggregate (see the package doc).
 func (a *record) merge(c *record) {
 	a.dgrams += c.dgrams
 	a.bytes += c.bytes
