@@ -6,10 +6,10 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// Test Activation PDU (0xACE2; wire.md 2.4): 104 bytes for protocol 20, 60
-// bytes for protocol 11..19. The client requests the test's parameters; the
-// server answers with the same bytes, its coerced values written back, and
-// (upstream) the first sending rate.
+// Test Activation PDU (0xACE2; RFC 9946, the Test Activation PDU): 104 bytes
+// for protocol 20, 60 bytes for protocol 11..19. The client requests the
+// test's parameters; the server answers with the same bytes, its coerced
+// values written back, and (upstream) the first sending rate.
 const (
 	ActivationPDUID     = 0xACE2
 	ActivationLen       = 104
@@ -47,7 +47,8 @@ type ActivationPDU struct {
 	ECNCEThresh     uint8 // protocol 20: "reserved2" carries the CE threshold
 	Rate            dataphase.SendingRate
 
-	// Protocol 20 fields in what the layout calls reserved slots (wire.md 11).
+	// Protocol 20 fields, some in slots OB-UDPST 9.0.0's header calls
+	// reserved (it carries srAdjSuppCount in its reserved4).
 	SubIntPeriod   uint16 // ms, at offset 56
 	Reserved3      uint16 // at 58, echoed (legacy: the checksum, see authBlock.Checksum)
 	SRAdjSuppCount uint16 // at 60: initial Sub-Intervals with rate adjustment suppressed
@@ -101,7 +102,7 @@ func (p *ActivationPDU) Encode(b []byte, legacy bool) []byte {
 // is 20 (legacy false: exactly 104 bytes) or 11..19 (legacy true: exactly 60).
 // It drops what OB-UDPST drops silently: wrong identifier, cmdRequest other
 // than 1 or 2, a non-zero checksum that fails. Parameter ranges are not
-// errors: the server coerces them (wire.md 2.4.2).
+// errors: the server coerces them (Coerce; see the package doc).
 // A server takes shorter requests too: see DecodeRequest.
 func (p *ActivationPDU) Decode(b []byte, legacy bool) error {
 	want := ActivationLen
@@ -149,7 +150,7 @@ func (p *ActivationPDU) Decode(b []byte, legacy bool) error {
 
 // DecodeRequest parses a Test Activation Request on the server. It is
 // Decode, except that a protocol 20 connection also takes 60 to 103 bytes,
-// as OB-UDPST 9.0.0's server does (wire.md 2.4.3): the fields past the
+// as OB-UDPST 9.0.0's server does (see the package doc): the fields past the
 // received length read as zero (OB-UDPST reads whatever its buffer held
 // there, so its answer to such a request is not defined; ours is), and
 // the response keeps the request's length, which DecodeRequest returns. A

@@ -7,7 +7,7 @@ import (
 )
 
 // admission keeps the server's budget: Test Connection slots and, with -B,
-// one bandwidth pool per direction (wire.md 2.1.2, measurement.md 8.1).
+// one bandwidth pool per direction (-B; the Setup checks in the package doc).
 // Both are reserved at Setup, as OB-UDPST does, so a client asking for
 // more connections than there are slots gets code 13 at once; what Test
 // Connections awaiting their activation hold can be evicted by a newer

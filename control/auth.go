@@ -1,6 +1,7 @@
 package control
 
-// Authentication of Control Phase PDUs (wire.md §5).
+// Authentication of Control Phase PDUs: RFC 9946's authentication mode 1,
+// as OB-UDPST 9.0.0 implements it (see the package doc).
 //
 // Every protocol-version-20 control PDU (Setup Request/Response, Null
 // Request, Test Activation Request/Response) ends with the same 44-byte
@@ -25,7 +26,8 @@ package control
 // receiver's clock (CheckTime), but the keys are never re-derived.
 //
 // Legacy peers (pver 11..19) sign only the Setup Request, keyed with the raw
-// ASCII key, and the server does not sign its answer (wire.md §5.8).
+// ASCII key, and the server does not sign its answer (the package doc: how
+// OB-UDPST 9.0.0 answers).
 
 import (
 	"crypto/hmac"
@@ -52,8 +54,8 @@ const AuthWindow = 5
 // MaxKeyLen is the longest shared key OB-UDPST accepts, in bytes.
 const MaxKeyLen = 64
 
-// The codes this file returns are the Setup cmdResponse codes of codes.go
-// (wire.md §2.1.4), with 0 for "no objection": SetupAuthNotConf (4),
+// The codes this file returns are the Setup cmdResponse codes of codes.go,
+// with 0 for "no objection": SetupAuthNotConf (4),
 // SetupAuthRequired (5), SetupAuthMode (6), SetupAuthFail (7) and
 // SetupAuthTime (8). A client adds 100 to a code for a failed setup and 150
 // for a failed activation to get its ErrorStatus (107/157, 108/158).
@@ -81,7 +83,8 @@ type SessionKeys struct {
 }
 
 // DeriveKeys runs the KBKDF of NIST SP 800-108 in counter mode with
-// HMAC-SHA256, as OB-UDPST 9.0.0 does through OpenSSL (wire.md §5.3):
+// HMAC-SHA256, as OB-UDPST 9.0.0 does through OpenSSL (protocol 20's keys
+// derived per Setup; see the package doc):
 //
 //	K(i) = HMAC-SHA256(key, BE32(i) || "UDPSTP" || 0x00 || Context || BE32(512))
 //
@@ -112,7 +115,7 @@ func DeriveKeys(key []byte, setupTime uint32) SessionKeys {
 // authMode 1, authUnixTime now, keyId and reservedAuth1 0, then computes
 // HMAC-SHA256(key, pdu) with authDigest and checkSum zeroed. The checksum
 // is left at zero; a sender that uses checksums adds it afterwards, over the
-// digest too (wire.md §4).
+// digest too (SealControlChecksum).
 //
 // key is a SessionKeys half for pver >= 20, or the raw ASCII key for a
 // legacy Setup Request. pdu must be a whole control PDU (at least 44 bytes).
@@ -205,7 +208,7 @@ func AuthKeyID(pdu []byte) uint8 {
 
 // ClearAuth zeroes authUnixTime, authDigest, keyId and reservedAuth1 but
 // leaves authMode alone. A v20 server does this to every response whose
-// request had authMode != 1 (wire.md §2.1.3).
+// request had authMode != 1 (the package doc: how OB-UDPST 9.0.0 answers).
 func ClearAuth(pdu []byte) {
 	n := len(pdu)
 	if n < authBlockLen {
@@ -259,11 +262,11 @@ func verifyPDU(pdu []byte, key []byte, now time.Time) uint8 {
 }
 
 // VerifyResponse is the keyed client's check of a Setup Response or TA
-// Response (wire.md §5.6). It returns 0 when all is well, SetupAuthFail
-// (7) when authMode is not 1 or the digest is not HMAC(keys.Server), or
-// SetupAuthTime (8) when the digest is right but authUnixTime is more than
-// 5 s away from now. The client maps 7/8 to ErrorStatus 107/108 for a
-// Setup Response and 157/158 for a TA Response.
+// Response (RFC 9946's authentication mode 1). It returns 0 when all is well,
+// SetupAuthFail (7) when authMode is not 1 or the digest is not
+// HMAC(keys.Server), or SetupAuthTime (8) when the digest is right but
+// authUnixTime is more than 5 s away from now. The client maps 7/8 to
+// ErrorStatus 107/108 for a Setup Response and 157/158 for a TA Response.
 //
 // OB-UDPST runs this before it looks at cmdResponse, so a rejection the
 // server could not sign properly (code 4, signed with a zero key) surfaces
@@ -283,9 +286,9 @@ func VerifyRequest(pdu []byte, keys SessionKeys, now time.Time) uint8 {
 }
 
 // VerifySetup is the authentication step of the server's Setup Request
-// processing (wire.md §2.1.2 and §5.6). It only acts when the request has
-// authMode 1 and the server has a key; otherwise it returns zero keys and
-// 0, and CheckMode decides later.
+// processing (its place in the order of checks: see the package doc). It only
+// acts when the request has authMode 1 and the server has a key; otherwise it
+// returns zero keys and 0, and CheckMode decides later.
 //
 // Keys are tried in this order: the key-file entry for the PDU's keyId (if
 // any), then the -a key (if set, whatever the keyId). For pver >= 20 each
@@ -351,7 +354,7 @@ func (k *ServerKeys) Checked(pdu []byte) bool {
 // server without a key, SetupAuthRequired (5) for authMode 0 on a keyed
 // server, SetupAuthMode (6) for authMode > 1, else 0. The
 // server applies it after the version, multi-connection, jumbo, MTU and
-// bandwidth checks, not together with VerifySetup (wire.md §2.1.2): the
+// bandwidth checks, not together with VerifySetup (the package doc): the
 // order decides which code a bad request gets.
 func (k *ServerKeys) CheckMode(authMode uint8) uint8 {
 	keyed := k != nil && k.Configured()

@@ -28,9 +28,9 @@ func digestOf(pdu []byte) []byte {
 	return pdu[n-authDigestBack : n-authKeyIDBack]
 }
 
-// The worked example of wire.md §5.9: key file entry 7,Sup3rSecretKey on
-// both sides, an upstream test with -y 7 -t 5; all five PDUs carry
-// authUnixTime 0x6b0ceaee.
+// A worked example of OB-UDPST 9.0.0's authentication: key file entry
+// 7,Sup3rSecretKey on both sides, an upstream test with -y 7 -t 5; all five
+// PDUs carry authUnixTime 0x6b0ceaee.
 const (
 	exKey  = "Sup3rSecretKey"
 	exTime = 0x6b0ceaee // 1796008686
@@ -39,9 +39,9 @@ const (
 )
 
 // exPDUs are the PDUs of the example. The Setup Request is as captured; the
-// others are rebuilt from the fields wire.md gives, with the digest it
-// lists. The TA Request/Response fields are OB-UDPST's defaults with -u -t
-// 5 (wire.md §2.4.1), which is what makes the listed digests match.
+// others are rebuilt from the run's fields, with the digests it recorded.
+// The TA Request/Response fields are OB-UDPST's defaults with -u -t 5 (RFC
+// 9946, the Test Activation PDU), which is what makes those digests match.
 var exPDUs = []struct {
 	name   string
 	hex    string
@@ -74,9 +74,8 @@ var exPDUs = []struct {
 }
 
 func TestWorkedExampleKDF(t *testing.T) {
-	// The two KDF input blocks, spelled out. wire.md §5.9 prints the label
-	// as 555450535450 ("UTPSTP"), a typo: the keys it lists come from
-	// "UDPSTP" = 554450535450, as its own text and §5.3 say.
+	// The two KDF input blocks, spelled out: counter, the label "UDPSTP"
+	// (554450535450), 0x00, the Setup's time in decimal ASCII, 512.
 	blocks := []string{
 		"00000001 554450535450 00 31373936303038363836 00000200",
 		"00000002 554450535450 00 31373936303038363836 00000200",
@@ -127,7 +126,8 @@ func TestWorkedExampleDigests(t *testing.T) {
 			}
 		})
 	}
-	// The HMAC input of the Setup Request as wire.md prints it.
+	// The HMAC input of the Setup Request spelled out: the PDU with its
+	// digest zeroed.
 	m := unhex(t, `ace100140001921201000000000001016b0ceaee
 		0000000000000000000000000000000000000000000000000000000000000000
 		07000000`)

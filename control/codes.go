@@ -1,8 +1,9 @@
 package control
 
 // Setup Response codes (cmdResponse of a Test Setup PDU with cmdRequest 2), as
-// OB-UDPST 9.0.0 produces them (wire.md 2.1.4). A client turns a rejection
-// code c into ErrorStatus 100+c.
+// OB-UDPST 9.0.0 produces them (the cmdResponse field of RFC 9946's Test
+// Setup PDU). A client turns a rejection code c into ErrorStatus 100+c (see
+// the package doc).
 const (
 	SetupNone          uint8 = 0  // the value a request must carry
 	SetupAccepted      uint8 = 1  // ACKOK
@@ -36,8 +37,8 @@ const (
 )
 
 // SetupCodeText is the reason OB-UDPST's client prints for a Setup Response
-// code (wire.md 2.1.4, measurement.md 6.3), without its "ERROR: " prefix and
-// server suffix. Unknown codes get "".
+// code (the client exits with ErrorStatus 100+c: see the package doc), without
+// its "ERROR: " prefix and server suffix. Unknown codes get "".
 func SetupCodeText(code uint8) string {
 	switch code {
 	case SetupBadVersion:

@@ -11,15 +11,15 @@ type Limits struct {
 }
 
 // Coerce brings a Test Activation Request within the server's limits, in
-// place, exactly as OB-UDPST 9.0.0 does (wire.md 2.4.2): it never refuses,
-// it replaces each invalid value by its default or the server's maximum, and
-// the response carries what was granted. recvTOSOK says whether the test
-// socket could enable TOS reception (a CE threshold needs it). It returns
-// the starting row of the test: what an upstream response carries.
+// place, exactly as OB-UDPST 9.0.0 does (see the package doc): it never
+// refuses, it replaces each invalid value by its default or the server's
+// maximum, and the response carries what was granted. recvTOSOK says whether
+// the test socket could enable TOS reception (a CE threshold needs it). It
+// returns the starting row of the test: what an upstream response carries.
 //
 // Where OB-UDPST would honour a "starting row" bit next to an index it had
 // just replaced by <Auto>, and read past its table, we treat it as plain
-// <Auto> (measurement.md 8.2).
+// <Auto>: a defined answer where OB-UDPST's is not.
 func Coerce(a *ActivationPDU, legacy bool, lim Limits, table []dataphase.SendingRate, recvTOSOK bool) (startRow uint16) {
 	if a.LowThresh < 1 || a.LowThresh > MaxDelayThresh {
 		a.LowThresh = DefaultLowThresh

@@ -7,7 +7,7 @@ import (
 )
 
 // TestCoerce checks every rule of the server's Test Activation coercion
-// with the cases wire.md 2.4.2 exercised against the real 9.0.0 server.
+// with cases that were checked against the real 9.0.0 server.
 func TestCoerce(t *testing.T) {
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
 	base := func() ActivationPDU {

@@ -11,11 +11,13 @@
 //   - setup.go: the Test Setup PDU (0xACE1, 56 bytes for every protocol
 //     version), request and response; SealControlChecksum.
 //   - null.go: the Null PDU (0xDEAD, 48 bytes, protocol 20 only), which the
-//     server sends from the new test port right after accepting a Setup, so
-//     that a stateful firewall in front of the client lets the Data Phase
-//     through.
+//     server sends from the new test port to the client right after
+//     accepting a Setup, so that a stateful firewall in front of the server
+//     lets the client's Test Activation in.
 //   - activation.go: the Test Activation PDU (0xACE2; 104 bytes at protocol
-//     20, 60 before), its decoding of a request of any length in between.
+//     20, 60 before), its decoding of a request of any length in between:
+//     OB-UDPST 9.0.0's server takes a protocol 20 request of 60 to 103 bytes
+//     too and answers it at its own length.
 //   - coerce.go: the server's checks of a Test Activation Request.
 //     OB-UDPST 9.0.0 never rejects one: each out-of-range field is replaced
 //     by a default or by the server's own limit and written back into the

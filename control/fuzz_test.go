@@ -11,8 +11,8 @@ import (
 )
 
 // The fuzz targets below check, for every control PDU decoder, that it never
-// panics, that it drops exactly what OB-UDPST drops silently (wire.md 2.1.2,
-// 2.4.1), that whatever it accepts re-encodes to every byte it came from, and
+// panics, that it drops exactly what OB-UDPST drops silently (the package
+// doc), that whatever it accepts re-encodes to every byte it came from, and
 // that Decode(Encode(x)) == x. Their seeds are PDUs of our own encoders, a few
 // real OB-UDPST 9.0.0 captures when the reference data is present, and the
 // committed corpus in testdata/fuzz (written by TestWriteFuzzCorpus).
@@ -154,8 +154,9 @@ func addSealed(f *testing.F, b []byte) {
 	f.Add(c)
 }
 
-// FuzzSetupPDU: SetupPDU.Decode never panics, drops exactly what wire.md
-// 2.1.2 drops, and what it accepts re-encodes to the same 56 bytes.
+// FuzzSetupPDU: SetupPDU.Decode never panics, drops exactly what OB-UDPST
+// 9.0.0 drops silently (SetupPDU.Decode), and what it accepts re-encodes to
+// the same 56 bytes.
 func FuzzSetupPDU(f *testing.F) {
 	req := SetupPDU{ProtocolVer: ProtocolVersion, MCCount: 1, MCIdent: 0x1234, CmdRequest: SetupCmdRequest, ModifierBitmap: SetupJumbo}
 	addSealed(f, req.Encode(make([]byte, SetupLen)))
@@ -197,8 +198,8 @@ func activationSeeds(f *testing.F, legacy bool) {
 }
 
 // FuzzActivationPDU: the v20 (104-byte) Test Activation decoder never panics,
-// drops exactly what wire.md 2.4.1 drops, and what it accepts re-encodes to
-// the same bytes.
+// drops exactly what OB-UDPST 9.0.0 drops (ActivationPDU.Decode), and what it
+// accepts re-encodes to the same bytes.
 func FuzzActivationPDU(f *testing.F) {
 	activationSeeds(f, false)
 	f.Fuzz(func(t *testing.T, in []byte) { fuzzActivation(t, in, false) })

@@ -1,7 +1,7 @@
 package control
 
 // Key configuration: the single -a key, the -K key file and the choice of
-// key on each side (wire.md §5.2). The file format and the rules about IDs
+// key on each side. The file format and the rules about IDs
 // follow OB-UDPST 9.0.0, so a key file written for it works here unchanged.
 
 import (
@@ -231,7 +231,8 @@ func ClientKey(single string, file *KeyFile, keyID int, keyIDGiven bool) (key []
 
 // ServerKeys is a server's key configuration: an optional key file and an
 // optional single key. A request's keyId picks the file entry, which is
-// tried first; the single key is the fallback for any keyId (wire.md §5.2).
+// tried first; the single key is the fallback for any keyId, as in
+// OB-UDPST 9.0.0.
 type ServerKeys struct {
 	File   *KeyFile // -K, nil when not given
 	Single []byte   // -a, nil when not given

@@ -6,7 +6,7 @@ import (
 )
 
 // A key's strength. Both ends sign with HMAC-SHA256 keys derived from the
-// shared key, and the server signs even its refusals (wire.md 5.7), so one
+// shared key, and the server signs even its refusals (the package doc), so one
 // captured response, or one answer to a request of the attacker's own, is
 // enough to test guesses offline at the speed of SHA-256, in OB-UDPST as
 // here. The protocol cannot help that; a key that is long and random can.

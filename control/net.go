@@ -48,7 +48,7 @@ type Network interface {
 
 // IsIPv4 reports whether a peer is IPv4, including an IPv4-mapped address
 // on a dual-stack socket: OB-UDPST treats those as IPv4 for payload sizes
-// and TOS (wire.md 8.1).
+// and TOS (see the package doc).
 func IsIPv4(a netip.AddrPort) bool {
 	return a.Addr().Unmap().Is4()
 }

@@ -2,10 +2,11 @@ package control
 
 import "encoding/binary"
 
-// Null PDU (0xDEAD, 48 bytes, protocol 20 only; wire.md 1.4, 2.2). The server
-// sends it once from the new test socket to the Setup Request's source right
-// after accepting, so a stateful firewall in front of the server lets the
-// client's Test Activation in. Nobody answers it and clients never check it.
+// Null PDU (0xDEAD, 48 bytes, protocol 20 only; RFC 9946, the Null PDU). The
+// server sends it once from the new test socket to the Setup Request's source
+// right after accepting, so a stateful firewall in front of the server lets
+// the client's Test Activation in. Nobody answers it and clients never check
+// it.
 const (
 	NullPDUID = 0xDEAD
 	NullLen   = 48

@@ -43,7 +43,8 @@ func populatedSetup() SetupPDU {
 	}
 }
 
-// populatedSetupWire is populatedSetup at the offsets of wire.md 2.1.1.
+// populatedSetupWire is populatedSetup at the offsets of RFC 9946's Test
+// Setup PDU.
 const populatedSetupWire = "ace1 0102 03 04 0506 02 08 8009 0a0b 03 01 11121314" + pduDigestHex + "40 41 0000"
 
 func populatedNull() NullPDU {
@@ -62,7 +63,7 @@ func populatedNull() NullPDU {
 	}
 }
 
-// populatedNullWire is populatedNull at the offsets of wire.md 2.2.
+// populatedNullWire is populatedNull at the offsets of RFC 9946's Null PDU.
 const populatedNullWire = "dead 0014 01 02 03 01 11121314" + pduDigestHex + "05 06 0000"
 
 func populatedActivation() ActivationPDU {
@@ -104,7 +105,8 @@ func populatedActivation() ActivationPDU {
 }
 
 // populatedActivationWire is populatedActivation at the v20 offsets of
-// wire.md 2.4.1; its first 58 bytes are also the legacy form's.
+// RFC 9946's Test Activation PDU; its first 58 bytes are also the legacy
+// form's.
 const populatedActivationWire = "ace2 0014 01 01 0102 0203 0304 0405 06 07 0809 01 0b 0c0d 0e0f 01 03 01 0a" +
 	"00000011 00000012 00000013 00000014 00000015 00000016 80000017" +
 	"03e8 1516 1718 19 01 21222324" + pduDigestHex + "42 43 0000"
@@ -133,9 +135,10 @@ func wantControlError(t *testing.T, err error, pdu, field string) {
 	}
 }
 
-// TestControlPDUWire protects the byte layout of the three control PDUs
-// (wire.md 2.1.1, 2.2, 2.4.1): a fully populated struct encodes to the
-// expected bytes over a dirty buffer and decodes back to itself.
+// TestControlPDUWire protects the byte layout of the three control PDUs (RFC
+// 9946's Test Setup, Null and Test Activation PDUs): a fully populated struct
+// encodes to the expected bytes over a dirty buffer and decodes back to
+// itself.
 func TestControlPDUWire(t *testing.T) {
 	t.Run("Setup", func(t *testing.T) {
 		p := populatedSetup()
@@ -210,7 +213,7 @@ func TestControlPDUWire(t *testing.T) {
 	})
 }
 
-// TestActivationWireExample decodes the [wire] example of wire.md 2.4.1, the
+// TestActivationWireExample decodes an example Test Activation Request: the
 // request of a 9.0.0 client run with `-d -t 5` and otherwise default options,
 // and encodes the stated values back to it.
 func TestActivationWireExample(t *testing.T) {
@@ -248,7 +251,7 @@ func TestActivationWireExample(t *testing.T) {
 	}
 }
 
-// TestNullWireExample decodes the unauthenticated Null PDU of wire.md 2.2,
+// TestNullWireExample decodes an unauthenticated Null PDU,
 // `dead 0014 01 00 00 00` and 40 zero bytes, and encodes it back.
 func TestNullWireExample(t *testing.T) {
 	in := unhex(t, "dead 0014 01 00 00 00"+strings.Repeat("00", 40))
@@ -295,9 +298,10 @@ func TestIsNullPDU(t *testing.T) {
 	}
 }
 
-// TestSealControlChecksum protects the optional control checksum (wire.md
-// 4): SealControlChecksum's output verifies over the whole PDU, sits in the
-// last two bytes, is accepted by Decode, and survives a re-encode.
+// TestSealControlChecksum protects the optional control checksum (RFC 1071,
+// dataphase's checksum.go): SealControlChecksum's output verifies over the
+// whole PDU, sits in the last two bytes, is accepted by Decode, and survives a
+// re-encode.
 func TestSealControlChecksum(t *testing.T) {
 	type codec struct {
 		name   string
@@ -361,9 +365,9 @@ func TestSealControlChecksum(t *testing.T) {
 	}
 }
 
-// TestControlPDURejects protects every silent drop of wire.md 2.1.2 and
-// 2.4.1 (length, identifier, cmdRequest, a non-zero checksum that does not
-// verify): each is a *dataphase.PDUError naming the field.
+// TestControlPDURejects protects every silent drop of a Setup or Test
+// Activation Request (length, identifier, cmdRequest, a non-zero checksum that
+// does not verify): each is a *dataphase.PDUError naming the field.
 func TestControlPDURejects(t *testing.T) {
 	setup := func(mutate func(b []byte)) []byte {
 		p := populatedSetup()

@@ -8,8 +8,8 @@ import (
 )
 
 // Test Setup PDU (0xACE1): 56 bytes, the same layout for protocol 11 and 20
-// (wire.md 2.1). The client's request has CmdRequest 1; the server answers
-// with the same bytes edited in place and CmdRequest 2.
+// (RFC 9946, the Test Setup PDU). The client's request has CmdRequest 1; the
+// server answers with the same bytes edited in place and CmdRequest 2.
 const (
 	SetupPDUID = 0xACE1
 	SetupLen   = 56
@@ -98,7 +98,7 @@ func (p *SetupPDU) Encode(b []byte) []byte {
 }
 
 // Decode parses a Setup PDU and applies the checks under which OB-UDPST drops
-// one silently (wire.md 2.1.2): exactly 56 bytes, pduId 0xACE1, cmdRequest 1
+// one silently (the package doc): exactly 56 bytes, pduId 0xACE1, cmdRequest 1
 // or 2 (a 9.0.0 server even accepts 2 in a request) and a non-zero checksum
 // that verifies. Version, bitmap and auth are Admission's business, because
 // each of those gets a response code rather than silence.
@@ -167,7 +167,8 @@ func setupFault(b []byte) string {
 }
 
 // SealControlChecksum stores the optional checksum of a control PDU in its
-// last two bytes, computed over the whole PDU after signing (wire.md 4).
+// last two bytes, computed over the whole PDU after signing (RFC 1071, as
+// dataphase's checksum.go computes it).
 func SealControlChecksum(b []byte) {
 	n := len(b)
 	binary.BigEndian.PutUint16(b[n-2:], 0)

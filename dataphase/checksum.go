@@ -1,10 +1,10 @@
 package dataphase
 
-// Checksum returns the RFC 1071 Internet checksum of b: the ones'-complement of
-// the ones'-complement sum of b taken as big-endian 16-bit words, an odd
+// Checksum returns the RFC 1071 Internet checksum of b: the ones'-complement
+// of the ones'-complement sum of b taken as big-endian 16-bit words, an odd
 // trailing byte padded with zero. OB-UDPST 9.0.0 sums native 32-bit words into
 // a 64-bit accumulator and folds; on a little-endian host its stored bytes are
-// exactly this value in network order (wire.md section 4), so the two agree.
+// exactly this value in network order, so the two agree.
 //
 // The caller zeroes the checksum field before computing and stores the result
 // big-endian. A checksum field of 0 on the wire means "absent".

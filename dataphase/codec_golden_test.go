@@ -81,7 +81,7 @@ func checkDataFlow(t *testing.T, e golden.Expect, pdus []golden.PDU) {
 			}
 			n := s.Encode(buf[:], false)
 			// 9.0.0 writes bytes 0..187 and leaves 188..203 stale
-			// (wire.md 2.7.3); we write zeros there.
+			// (see the package doc); we write zeros there.
 			if n != StatusLen || !bytes.Equal(buf[:188], p.Bytes[:188]) {
 				t.Fatalf("pdu %d: re-encoded Status PDU differs\n got %x\nwant %x", i, buf[:188], p.Bytes[:188])
 			}

@@ -50,7 +50,12 @@
 //     OB-UDPST 9.0.0 keeps them (sequence errors, duplicates, one-way delay
 //     variation, RTT), per Trial Interval and per Sub-Interval.
 //   - ratecontrol.go: the server's rate adjustment, RFC 9097 Section 8.1 as
-//     OB-UDPST 9.0.0 implements it (algorithm B, and its C).
+//     OB-UDPST 9.0.0 implements it (algorithm B, and its C). OB-UDPST 9.0.0's
+//     server sends a downstream test with a fixed row (one not marked as a
+//     starting row) at row 0 until the client's first Status PDU and at the
+//     fixed row from then on; while a dual-phase test's first Sub-Intervals
+//     have rate adjustment suppressed (srAdjSuppCount), a fixed-row test runs
+//     at row 0. udpstp does the same.
 //   - timemath.go: OB-UDPST 9.0.0's rounding of times to ms and µs, which
 //     results depend on to the millisecond.
 //   - amplification.go: the server's anti-amplification budget before the
@@ -58,8 +63,10 @@
 //   - params.go, grant.go: a Test Connection's parameters as the Test
 //     Activation set them, the protocol's limits, and what a client checks
 //     of a server's grant.
-//   - frag.go: IP fragmentation accounting (udpstp's own; OB-UDPST counts
-//     every datagram as one IP packet).
+//   - frag.go: IP fragmentation accounting (udpstp's own). OB-UDPST 9.0.0
+//     counts every datagram as one IP packet with one header, and its GSO
+//     build ends the test ("GSO incompatible with IP fragmentation") rather
+//     than send a datagram larger than the path MTU.
 //   - export.go: the -O ring of per-datagram rows.
 //
 // # Counters

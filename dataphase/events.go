@@ -90,7 +90,7 @@ func (r EndReason) String() string {
 }
 
 // SubIntervalResult is one completed Sub-Interval of a Test Connection with
-// what the report needs to compute its figures (measurement.md 5.1).
+// what package report needs to compute its figures.
 type SubIntervalResult struct {
 	Seq     uint32 // Sub-Interval number, from 1
 	Stats   SubIntervalStats

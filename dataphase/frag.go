@@ -2,9 +2,9 @@ package dataphase
 
 // IP fragmentation accounting: ours, not OB-UDPST's, and never on the wire.
 //
-// OB-UDPST counts every datagram as one IP packet with one header
-// (measurement.md 5.1, "IP fragmentation is not modelled"); a GSO build of
-// it never meets fragmentation because it aborts the test (2.7). We measure
+// OB-UDPST counts every datagram as one IP packet with one header; a GSO
+// build of it never meets fragmentation because it aborts the test (see the
+// package doc). We measure
 // on such paths: a datagram larger than the path MTU is sent without GSO
 // and the kernel fragments it. Its bytes on the wire are then more than its
 // L3 size: every fragment beyond the first repeats the IP header (20 bytes

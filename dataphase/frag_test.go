@@ -18,7 +18,7 @@ func TestFragPlan(t *testing.T) {
 		{1500, false, 1473, 1, 20},
 		{1500, false, 2952, 1, 20}, // 2960 = 2 x 1480
 		{1500, false, 2953, 2, 40},
-		{1500, false, 8972, 6, 120}, // 9000 bytes of IP: 7 packets (measurement.md 5.1)
+		{1500, false, 8972, 6, 120}, // 9000 bytes of IP: 7 packets (docs/accuracy.md)
 		{1500, false, 1222, 0, 0},
 		// IPv6, 1500: 1452 fits; a fragment carries 1448 bytes after its
 		// 40-byte header and 8-byte Fragment header.

@@ -11,10 +11,10 @@ import (
 )
 
 // The fuzz targets below check, for every decoder of this package, that it
-// never panics, that it accepts exactly what OB-UDPST accepts (wire.md 6.6,
-// 7.5, 2.7.3), that whatever it accepts re-encodes to the bytes it read, and
-// that Decode(Encode(x)) == x. Their seeds are PDUs of our own encoders, a few
-// real OB-UDPST 9.0.0 captures when the reference data is present, and the
+// never panics, that it accepts exactly what OB-UDPST accepts (loadAcceptable,
+// statusAcceptable), that whatever it accepts re-encodes to the bytes it read,
+// and that Decode(Encode(x)) == x. Their seeds are PDUs of our own encoders, a
+// few real OB-UDPST 9.0.0 captures when the reference data is present, and the
 // committed corpus in testdata/fuzz (written by TestWriteFuzzCorpus).
 
 // loadClass sorts captured Load PDUs by what changes the decoder's path or
@@ -37,8 +37,8 @@ func statusClass(b []byte) string {
 }
 
 // statusToLegacy converts a captured v20 Status PDU to the 168-byte form a
-// protocol 11..19 peer exchanges (wire.md 2.7.4), keeping a checksum if the
-// original had one. Only v20 captures exist.
+// protocol 11..19 peer exchanges (see the package doc), keeping a checksum if
+// the original had one. Only v20 captures exist.
 func statusToLegacy(b []byte) []byte {
 	var s StatusPDU
 	if s.Decode(b, false) != nil {
@@ -57,7 +57,8 @@ func statusToLegacy(b []byte) []byte {
 // refValid is an acceptance oracle independent of ChecksumValid.
 func refValid(b []byte) bool { return golden.Checksum(b) == 0 }
 
-// loadAcceptable is wire.md 6.6 spelled out.
+// loadAcceptable is what OB-UDPST 9.0.0 accepts as a Load PDU, spelled out
+// independently of LoadHeader.Decode.
 func loadAcceptable(b []byte) bool {
 	return len(b) >= LoadHeaderLen && b[0] == 0xbe && b[1] == 0xef && b[2] <= 2 && b[3] <= 1 &&
 		(b[30]|b[31] == 0 || refValid(b[:LoadHeaderLen]))
@@ -65,7 +66,7 @@ func loadAcceptable(b []byte) bool {
 
 // statusAcceptable is the Status PDU acceptance rule: the connection's
 // length, identifier, testAction, rxStopped, and a checksum verified only when
-// present at 186 (v20, wire.md 2.7.3) or 146 (legacy).
+// present at 186 (v20, see the package doc) or 146 (legacy).
 func statusAcceptable(b []byte, legacy bool) bool {
 	n, ck := StatusLen, statusOffChecksum
 	if legacy {
@@ -97,7 +98,7 @@ func checkRejection(t *testing.T, err error, pdu string, acceptable bool, in []b
 	}
 }
 
-// FuzzLoadPDU: LoadHeader.Decode never panics, accepts exactly wire.md 6.6,
+// FuzzLoadPDU: LoadHeader.Decode never panics, accepts exactly loadAcceptable,
 // and an accepted header re-encodes to the 32 bytes it came from.
 func FuzzLoadPDU(f *testing.F) {
 	var b [64]byte

@@ -6,8 +6,9 @@ import (
 )
 
 // The protocol's limits on the Data Phase timings: OB-UDPST 9.0.0's option
-// limits (measurement.md 7.1), which its server coerces requests into and
-// which the Control Phase's options use (control/config.go).
+// limits (its usage text: testdata/obudpst/usage.txt), which its server
+// coerces requests into and which the Control Phase's options use
+// (control/config.go).
 const (
 	MinTestIntTime  = 5    // s
 	MaxTestIntTime  = 3600 // s
@@ -20,7 +21,7 @@ const (
 // GrantError is a value a server granted that a client must not accept:
 // outside what the protocol allows, or beyond what the client asked.
 type GrantError struct {
-	Field   string // the Test Activation field, as wire.md names it
+	Field   string // the Test Activation field, as OB-UDPST 9.0.0's header names it
 	Granted string
 	Want    string // what would have been acceptable
 }

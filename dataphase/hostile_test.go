@@ -15,8 +15,9 @@ import (
 // server grants. The attacks on real processes are in
 // cmd/udpstp/hostile_data_test.go.
 
-// taLen is what a Test Activation Request and its Response carry (wire.md:
-// 104 bytes each), the budget's start in these tests.
+// taLen is what a Test Activation Request and its Response carry at protocol
+// 20 (104 bytes each: control.ActivationLen), the budget's start in these
+// tests.
 const taLen = 104
 
 var hostileStart = clock.Pair{Mono: 1e9, Wall: 1796009000e9}

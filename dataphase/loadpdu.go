@@ -3,7 +3,8 @@ package dataphase
 import "encoding/binary"
 
 // Load PDU (0xBEEF): a 32-byte header followed by filler up to UDPPayload
-// bytes (wire.md 2.5). The layout is the same for protocol versions 11 and 20.
+// bytes (RFC 9946, the Load PDU). The layout is the same for protocol versions
+// 11 and 20.
 const (
 	LoadPDUID     = 0xBEEF
 	LoadHeaderLen = 32
@@ -11,7 +12,8 @@ const (
 	loadOffChecksum = 30
 )
 
-// Test actions carried by Load and Status PDUs (wire.md 1.7). Any non-zero
+// Test actions carried by Load and Status PDUs (the stop handshake: see the
+// package doc). Any non-zero
 // value means "stop"; values above 2 make the PDU invalid.
 const (
 	ActionTest  uint8 = 0
@@ -76,7 +78,7 @@ var (
 
 // Decode parses a Load PDU header from b, which holds at least the first 32
 // bytes of the datagram (receivers read only the header; the filler is never
-// interpreted, wire.md 6.2). It checks what OB-UDPST checks (wire.md 6.6):
+// interpreted). It checks what OB-UDPST 9.0.0 checks:
 // the identifier, testAction <= 2, rxStopped in {0,1} and a non-zero checksum.
 // UDPPayload is not compared with the datagram length, which the header
 // alone does not give; Conn does, with the length the socket reported.

@@ -26,7 +26,7 @@ func fullLoadHeader() LoadHeader {
 	}
 }
 
-// fullLoadHeaderWire is fullLoadHeader at the offsets of wire.md 2.5.
+// fullLoadHeaderWire is fullLoadHeader at the offsets of RFC 9946's Load PDU.
 const fullLoadHeaderWire = "beef" + "02" + "01" + "01020304" + "0506" + "0708" +
 	"090a0b0c" + "0d0e0f10" + "11121314" + "15161718" + "191a" + "0000"
 
@@ -55,7 +55,7 @@ func wantPDUError(t *testing.T, err error, pdu, field string) {
 }
 
 // TestLoadHeaderWire protects the Load PDU header layout: every field at its
-// wire.md 2.5 offset, big-endian, and the way back.
+// offset of RFC 9946's Load PDU, big-endian, and the way back.
 func TestLoadHeaderWire(t *testing.T) {
 	h := fullLoadHeader()
 	var b [LoadHeaderLen]byte
@@ -74,7 +74,7 @@ func TestLoadHeaderWire(t *testing.T) {
 
 // TestLoadHeaderFiller checks that Encode leaves the filler alone and that
 // Decode reads only the header: a receiver never interprets the filler and
-// accepts any datagram of at least 32 bytes (wire.md 6.2, 6.6).
+// accepts any datagram of at least 32 bytes (LoadHeader.Decode).
 func TestLoadHeaderFiller(t *testing.T) {
 	h := fullLoadHeader()
 	b := bytes.Repeat([]byte{0xa5}, 1222)
@@ -141,7 +141,8 @@ func TestLoadHeaderAccepts(t *testing.T) {
 	}
 }
 
-// TestLoadHeaderRejects protects every rejection of wire.md 6.6: each returns
+// TestLoadHeaderRejects protects every rejection of LoadHeader.Decode (what
+// OB-UDPST 9.0.0 rejects): each returns
 // a *PDUError naming the field, so that receivers can count them by kind.
 func TestLoadHeaderRejects(t *testing.T) {
 	sealed := func(mutate func(b []byte)) []byte {

@@ -1,7 +1,7 @@
 package dataphase
 
 // RateControl is the server's rate adjustment (RFC 9097 section 8.1 as
-// OB-UDPST 9.0.0 implements it, measurement.md 4): once per Trial Interval it
+// OB-UDPST 9.0.0 implements it): once per Trial Interval it
 // judges the Load Receiver's feedback good, bad or neither and moves the
 // sending rate row. Algorithm B is OB-UDPST's default; C ("multiply and
 // retry") is its addition.
@@ -48,7 +48,7 @@ type TrialFeedback struct {
 // at row 0 for the automatic search, at SRIndexConf for a starting row or a
 // fixed one. (A downstream server's Load Sender sends row 0 whatever this
 // says until the peer's first Status PDU shows that it receives,
-// amplification.go, as OB-UDPST's does for a fixed row, measurement.md 2.4;
+// amplification.go, as OB-UDPST's does for a fixed row: see the package doc;
 // from that Status PDU on, this row applies.)
 func NewRateControl(p *Params) *RateControl {
 	rc := &RateControl{
@@ -90,7 +90,8 @@ func (rc *RateControl) Adjust(f TrialFeedback, completedSubIntervals uint32) uin
 	switch {
 	case rc.suppress > 0 && completedSubIntervals < rc.suppress:
 		// Dual phase: the first mode runs without adjustment; a fixed-rate
-		// test sends row 0 during it (measurement.md 4.6).
+		// test sends row 0 during it, as OB-UDPST 9.0.0's does (see the
+		// package doc).
 		if rc.fixed {
 			rc.index = 0
 		}

@@ -29,7 +29,8 @@ func steps(rc *RateControl, fb ...TrialFeedback) []uint16 {
 	return out
 }
 
-// TestAlgorithmB follows measurement.md 4.4: +highSpeedDelta rows per good
+// TestAlgorithmB follows algorithm B (RFC 9097 Section 8.1) as OB-UDPST
+// 9.0.0 implements it: +highSpeedDelta rows per good
 // Trial Interval up to row 1000, -1 per bad one until slowAdjThresh bad ones
 // since the last fast increase, then one back-off of 3 x delta, then +-1.
 func TestAlgorithmB(t *testing.T) {
@@ -51,8 +52,8 @@ func TestAlgorithmB(t *testing.T) {
 	}
 }
 
-// TestAlgorithmC follows measurement.md 4.5: from row 0 good reports give
-// 1, 2, 2, 4, 4, 8, ... 256, 256, 512, 1000 (19 reports).
+// TestAlgorithmC follows OB-UDPST 9.0.0's algorithm C: from row 0 good reports
+// give 1, 2, 2, 4, 4, 8, ... 256, 256, 512, 1000 (19 reports).
 func TestAlgorithmC(t *testing.T) {
 	rc := NewRateControl(rcParams(1))
 	var got []uint16

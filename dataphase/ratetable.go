@@ -195,7 +195,7 @@ type TableOptions struct {
 }
 
 // BuildRateTable returns the RateRows rows of the Sending Rate Table for o,
-// exactly as OB-UDPST 9.0.0 generates them (measurement.md 1.2).
+// exactly as OB-UDPST 9.0.0 generates them.
 //
 // Up to row 1000 the rate of row n is n Mbps: transmitter 1 (100 us) gives
 // P*k, transmitter 2 (1 ms) gives P*i, and the add-on gives 1 Mbps per step

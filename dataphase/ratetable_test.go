@@ -12,8 +12,8 @@ func sr(t1, p1, b1, t2, p2, b2, a2 uint32) SendingRate {
 	return SendingRate{t1, p1, b1, t2, p2, b2, a2}
 }
 
-// Expected rows and rates come from measurement.md 1.3 and the printed
-// output of udpst -S in its variants.
+// Expected rows and rates come from the printed output of OB-UDPST 9.0.0's
+// udpst -S in its variants (testdata/obudpst/srates_*.txt).
 func TestRateTableRows(t *testing.T) {
 	def := TableOptions{}
 	noJ := TableOptions{NoJumbo: true}
@@ -152,7 +152,8 @@ func TestSendingRateWire(t *testing.T) {
 		t.Fatalf("Load(Put(r)) = %+v, want %+v", back, r)
 	}
 
-	// Row 0 as it appears on the wire (wire.md 2.3).
+	// Row 0 as it appears on the wire (the sending rate fields of RFC 9946's
+	// Test Activation PDU).
 	row0 := BuildRateTable(TableOptions{})[0]
 	row0.Put(b)
 	want := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xc3, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0x04, 0xc6}

@@ -3,7 +3,8 @@ package dataphase
 import "github.com/udpstp/udpstp/clock"
 
 // The Load Receiver's statistics, kept exactly as OB-UDPST 9.0.0 keeps them
-// (measurement.md 3, wire.md 6.6 and 7), because its peer's rate adjustment
+// (see the package doc; docs/architecture.md follows a Load PDU through
+// them), because its peer's rate adjustment
 // and every reported figure depend on them.
 
 // seqHistoryLen is how many accepted sequence numbers the duplicate check

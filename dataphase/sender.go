@@ -5,7 +5,7 @@ import (
 )
 
 // The Load Sender: two transmitters driven by the current sending rate row
-// (measurement.md 2), scheduled on an absolute timeline with bounded
+// (ratetable.go), scheduled on an absolute timeline with bounded
 // catch-up.
 //
 // OB-UDPST reschedules each transmitter from the time it happened to run and

@@ -3,10 +3,11 @@ package dataphase
 import "encoding/binary"
 
 // Status Feedback PDU (0xFEED), sent by the Load Receiver every Trial Interval
-// (wire.md 2.6, 2.7). Protocol 20 uses a 204-byte form with a packed
-// Sub-Interval block and an auth/ECN area; protocol 11..19 peers use the
-// 168-byte form of OB-UDPST 8.2.0, whose Sub-Interval block carries the padding
-// an unpacked C struct gets on x86-64 (4 bytes after rxDatagrams, 4 at the end).
+// (RFC 9946, the Status Feedback PDU). Protocol 20 uses a 204-byte form with a
+// packed Sub-Interval block and an auth/ECN area; protocol 11..19 peers use
+// the 168-byte form of OB-UDPST 8.2.0, whose Sub-Interval block carries the
+// padding an unpacked C struct gets on x86-64 (4 bytes after rxDatagrams, 4 at
+// the end).
 const (
 	StatusPDUID        = 0xFEED
 	StatusLen          = 204
@@ -14,7 +15,7 @@ const (
 	SubIntervalLen     = 56 // packed, protocol 20
 	subIntervalLegacy  = 64
 	statusOffSubInt    = 40
-	statusOffChecksum  = 186 // where a checksum-enabled 9.0.0 sender really writes it (wire.md 2.7.3)
+	statusOffChecksum  = 186 // where a checksum-enabled 9.0.0 sender really writes it (see the package doc)
 	statusOffNominalCk = 202 // where 9.0.0's receiver looks for it
 	statusOffLegacyCk  = 146
 	statusCommonLen    = 160 // bytes 0..159 of the v20 form; the rest is the auth/ECN area
@@ -73,7 +74,7 @@ type StatusPDU struct {
 	SpduTimeSec   uint32 // this PDU's send time, CLOCK_REALTIME
 	SpduTimeNsec  uint32
 
-	// The auth/ECN area (protocol 20 only, wire.md 2.7.2).
+	// The auth/ECN area (protocol 20 only).
 	AuthMode      uint8
 	TiRxCECount   uint32
 	SisSavCECount uint32
@@ -108,10 +109,10 @@ func statusOff(o int, legacy bool) int {
 	return o + 8
 }
 
-// Encode writes the PDU into b and returns its length: 204 bytes for
-// protocol 20, 168 for legacy peers. b must hold at least that many bytes.
-// Everything OB-UDPST leaves unwritten (bytes 188..203, wire.md 2.7.3) is
-// written as zero here, so a 9.0.0 receiver never mistakes it for a checksum.
+// Encode writes the PDU into b and returns its length: 204 bytes for protocol
+// 20, 168 for legacy peers. b must hold at least that many bytes. Everything
+// OB-UDPST leaves unwritten (bytes 188..203, see the package doc) is written
+// as zero here, so a 9.0.0 receiver never mistakes it for a checksum.
 func (s *StatusPDU) Encode(b []byte, legacy bool) int {
 	n := statusLenFor(legacy)
 	b = b[:n]
@@ -171,7 +172,7 @@ func (s *StatusPDU) Encode(b []byte, legacy bool) int {
 
 // SealStatusChecksum computes the optional checksum over a whole encoded
 // Status PDU (204 or 168 bytes) and stores it where the matching receiver
-// verifies it: offset 202 for protocol 20 (where 9.0.0 looks, wire.md 2.7.3)
+// verifies it: offset 202 for protocol 20 (where 9.0.0 looks)
 // and 146 for legacy peers. It must run after Encode with Checksum 0.
 func SealStatusChecksum(b []byte) {
 	off := statusOffNominalCk
@@ -197,11 +198,11 @@ var (
 //
 // Protocol 20: OB-UDPST 9.0.0 never writes bytes 188..203 of the PDUs it
 // sends; they hold stale receive-buffer bytes, and 202..203 (the nominal
-// checksum) often holds a Load PDU's spduSeqErr (wire.md 2.7.3). 9.0.0's own
-// receiver verifies 202..203 and drops good PDUs; we ignore 188..203 and verify
-// the 204-byte sum only when 186..187, where a checksum-enabled 9.0.0 build
-// writes the checksum, is non-zero. This departs from the nominal layout on
-// purpose: interop wins.
+// checksum) often holds a Load PDU's spduSeqErr. 9.0.0's own receiver verifies
+// 202..203 and drops good PDUs; we ignore 188..203 and verify the 204-byte sum
+// only when 186..187, where a checksum-enabled 9.0.0 build writes the
+// checksum, is non-zero. This departs from the nominal layout on purpose:
+// interop wins.
 func (s *StatusPDU) Decode(b []byte, legacy bool) error {
 	if legacy {
 		if len(b) != StatusLegacyLen {

@@ -69,7 +69,8 @@ func legacyView(s StatusPDU) StatusPDU {
 func wireU32(b []byte, off int) uint32   { return binary.BigEndian.Uint32(b[off:]) }
 func wireU16at(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
 
-// TestStatusWireV20 protects the 204-byte layout of wire.md 2.7.1 and 2.7.2:
+// TestStatusWireV20 protects the 204-byte layout of protocol 20 (RFC 9946's
+// Status Feedback PDU and its auth/ECN area as OB-UDPST 9.0.0 writes it):
 // spot checks of every region, and zeros wherever 9.0.0 writes zeros or
 // leaves stale bytes (164..175, 184, 188..203), even over a dirty buffer.
 func TestStatusWireV20(t *testing.T) {
@@ -115,7 +116,7 @@ func TestStatusWireV20(t *testing.T) {
 		{"checksum 186", 186, wireU16, 0},
 	})
 	if !bytes.Equal(b[188:], make([]byte, 16)) {
-		t.Errorf("bytes 188..203 = %x, want zeros (wire.md 2.7.3)", b[188:])
+		t.Errorf("bytes 188..203 = %x, want zeros (9.0.0 leaves them stale; we write zeros)", b[188:])
 	}
 	var got StatusPDU
 	if err := got.Decode(b, false); err != nil {
@@ -149,9 +150,10 @@ func checkWire(t *testing.T, b []byte, checks []wireCheck) {
 }
 
 // TestStatusWireLegacy protects the 168-byte form of protocol 11..19 peers
-// (wire.md 2.6, 2.7.1, 2.7.4): fields at the padded offsets, zero pads at
-// 44..47 and 100..103, the checksum at 146, and the rule that the legacy
-// form is the v20 form's first 160 bytes with two 4-byte pads inserted.
+// (OB-UDPST 8.2.0's unpacked C struct, see the package doc): fields at the
+// padded offsets, zero pads at 44..47 and 100..103, the checksum at 146, and
+// the rule that the legacy form is the v20 form's first 160 bytes with two
+// 4-byte pads inserted.
 func TestStatusWireLegacy(t *testing.T) {
 	s := fullStatus()
 	b := bytes.Repeat([]byte{0xee}, StatusLen)
@@ -186,7 +188,7 @@ func TestStatusWireLegacy(t *testing.T) {
 		{"spduTime_nsec", 164, wireU32, s.SpduTimeNsec},
 	})
 
-	// wire.md 2.7.4: the legacy form is v20 bytes 0..159 (reserved2 0)
+	// The legacy form is v20 bytes 0..159 (reserved2 0)
 	// with zero pads inserted after bytes 43 and 95.
 	v := legacyView(s)
 	var v20 [StatusLen]byte
@@ -215,8 +217,8 @@ func TestStatusWireLegacy(t *testing.T) {
 	}
 }
 
-// TestStatusClockDeltaMinSigned protects the signedness of clockDeltaMin
-// (wire.md 2.7.1): negative values are two's complement on the wire and come
+// TestStatusClockDeltaMinSigned protects the signedness of clockDeltaMin in
+// its 32-bit field: negative values are two's complement on the wire and come
 // back negative, in both layouts.
 func TestStatusClockDeltaMinSigned(t *testing.T) {
 	for _, v := range []int32{0, 1, -1, -2, -12345, 2147483647, -2147483648} {
@@ -245,10 +247,10 @@ func TestStatusClockDeltaMinSigned(t *testing.T) {
 	}
 }
 
-// TestStatusStaleTail protects the interop rule of wire.md 2.7.3: OB-UDPST
-// 9.0.0 never writes bytes 188..203, so they carry stale Load PDU header bytes,
-// often a non-zero spduSeqErr at 202..203 (the nominal checksum). We must
-// ignore them, not drop the PDU.
+// TestStatusStaleTail protects the interop rule of the package doc: OB-UDPST
+// 9.0.0 never writes bytes 188..203, so they carry stale Load PDU header
+// bytes, often a non-zero spduSeqErr at 202..203 (the nominal checksum). We
+// must ignore them, not drop the PDU.
 func TestStatusStaleTail(t *testing.T) {
 	tails := []struct {
 		name string
@@ -333,7 +335,7 @@ func TestStatusChecksum(t *testing.T) {
 		if ck == 0 || !ChecksumValid(b[:n]) {
 			t.Fatalf("sealed legacy PDU: checksum %#x at 146 does not verify", ck)
 		}
-		// wire.md 2.7.4: 9.0.0 computes it over the first 160 bytes of the
+		// 9.0.0 computes it over the first 160 bytes of the
 		// v20 form; the zero pads do not change the sum.
 		var v20 [StatusLen]byte
 		s.Encode(v20[:], false)

@@ -1,6 +1,6 @@
 package dataphase
 
-// OB-UDPST's time arithmetic (measurement.md 0.2), which results and
+// OB-UDPST's time arithmetic (see the package doc), which results and
 // thresholds depend on to the millisecond: differences are rounded half up
 // with floor division, also for negative values.
 

@@ -6,8 +6,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// aggregate is the client's one aggregate Test Connection (measurement.md
-// 5.2): the connections' Sub-Intervals are merged into it until it is
+// aggregate is the client's one aggregate Test Connection (see the package
+// doc): the connections' Sub-Intervals are merged into it until it is
 // emitted as one aggregate Sub-Interval.
 type aggregate struct {
 	count   int // aggregate Sub-Intervals emitted so far
@@ -71,7 +71,8 @@ func (a *aggregate) climbSample() ClimbSample {
 	return s
 }
 
-// summaryAcc accumulates the aggregate Sub-Intervals of one mode (5.3).
+// summaryAcc accumulates the aggregate Sub-Intervals of one mode for its
+// Summary line.
 type summaryAcc struct {
 	dgrams, loss, ooo, dup, ce uint32
 	dvMin, dvMax, dvSum        uint32 // dvSum: sum of the Sub-Interval averages
@@ -106,7 +107,7 @@ func (t *summaryAcc) add(r *record, s shown, mbps, intf float64) {
 }
 
 // maxAcc is the aggregate Sub-Interval with the highest L3 rate of a mode
-// (5.4); ties keep the earlier one. Unset, it stays all zero (TimeOfMax is
+// (its Maximum line); ties keep the earlier one. Unset, it stays all zero (TimeOfMax is
 // then the epoch, as in OB-UDPST).
 type maxAcc struct {
 	wall           int64
@@ -177,8 +178,8 @@ func (c *Collector) emit(wall int64) {
 	a.reset()
 }
 
-// conclude computes Summary and Maximum (5.3, 5.4, bimodal 5.6) and prints
-// their text lines.
+// conclude computes Summary and Maximum (one of each per mode of a bimodal
+// test) and prints their text lines.
 func (c *Collector) conclude() {
 	info := c.res.info
 	a := &c.agg

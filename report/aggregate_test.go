@@ -30,7 +30,8 @@ func testInfo(subInts int) TestInfo {
 		ConnMin: 1, ConnMax: 2, Jumbo: true, Hosts: []Host{{"localhost", "127.0.0.1", 24601}}}
 }
 
-// TestAggregation follows measurement.md 5.2-5.4 through two connections:
+// TestAggregation follows OB-UDPST 9.0.0's aggregation (the package doc)
+// through two connections:
 // the aggregate is emitted when all active connections contributed; a
 // connection that starts its next Sub-Interval first flushes the pending
 // aggregate (OB-UDPST then merges the late connection's Sub-Interval into

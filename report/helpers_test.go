@@ -303,7 +303,7 @@ func resultsFromDoc(t *testing.T, doc *jobj) *results {
 
 // statusResults turns a capture's Status PDUs of one direction into the
 // Sub-Interval results a client would have produced, as OB-UDPST 9.0.0's
-// client does (measurement.md 3.9, 3.10):
+// client does:
 //
 //   - upstream (s2c, the server's Status PDUs): the RTT variation sample of
 //     every Status PDU that is not NODEL is accumulated; a Sub-Interval is
@@ -312,8 +312,8 @@ func resultsFromDoc(t *testing.T, doc *jobj) *results {
 //     Status PDU with a stop action ends testing: nothing from it or later
 //     is output.
 //   - downstream (c2s, the client's own Status PDUs): the client ends a
-//     Sub-Interval right after sending a Status PDU, in the same timer tick
-//     (3.7, 3.8), and outputs it; the next Status PDU carries it. So the
+//     Sub-Interval right after sending a Status PDU, in the same timer tick,
+//     and outputs it; the next Status PDU carries it. So the
 //     Sub-Interval values are exact, clockDeltaMin and rttMinimum at output
 //     time are those of the Status PDU sent just before, and the RTT
 //     variation samples (taken from Load PDUs) are not in the capture:

@@ -2,7 +2,7 @@ package report
 
 import "github.com/udpstp/udpstp/dataphase"
 
-// The JSON document in OB-UDPST 9.0.0's schema (measurement.md 6.4): same
+// The JSON document in OB-UDPST 9.0.0's schema (see the package doc): same
 // keys in the same order, same types, units and number precisions. Three
 // shapes exist: no Test Connection activated (header and error fields
 // only), activated but no results (Output with only its start fields,

@@ -50,7 +50,7 @@ type Options struct {
 	Verbose bool
 
 	// Connections is the number of Test Connections set up (setup requests
-	// sent): the initial active count (measurement.md 5.2).
+	// sent): the initial active count (see the package doc).
 	Connections int
 	// MinConnections is -C min: fewer active connections end the run with
 	// ErrorStatus 200 (see CheckMinConnections).
@@ -153,7 +153,8 @@ func (t *TestInfo) direction() string {
 
 func (t *TestInfo) auto() bool { return t.SRIndex == dataphase.AutoRateIndex }
 
-// Overheads per datagram (measurement.md 0.3), IPv6 adds ipv6Extra to each.
+// Overheads per datagram, as OB-UDPST 9.0.0 counts them (the package doc);
+// IPv6 adds ipv6Extra to each.
 const (
 	overheadL3 = 28
 	overheadL2 = 42

@@ -47,7 +47,7 @@ func recordOf(r *dataphase.SubIntervalResult) record {
 	}
 }
 
-// merge adds a connection's record to the aggregate (measurement.md 5.2).
+// merge adds a connection's record to the aggregate (see the package doc).
 func (a *record) merge(c *record) {
 	a.dgrams += c.dgrams
 	a.bytes += c.bytes
@@ -106,7 +106,7 @@ func (r *record) wireRate(linkOverhead int, ipv6 bool) float64 {
 	return r.rateExtra(overheadL3+linkOverhead, ipv6, float64(r.extraBytes)+float64(r.extraPkts)*float64(linkOverhead))
 }
 
-// shown are the values of a record as OB-UDPST displays them (5.1).
+// shown are the values of a record as OB-UDPST displays them.
 type shown struct {
 	dvMin, dvAvg, dvMax    uint32
 	rttMin, rttAvg, rttMax uint32

@@ -1,7 +1,7 @@
 package report
 
 // The server performance statistics file of `udpst -G file`
-// (measurement.md 6.5): a header, one data record per 10 s, the counters
+// (OB-UDPST 9.0.0's): a header, one data record per 10 s, the counters
 // since start. The layout is OB-UDPST's, line for line: top-level keys one
 // per line without indentation, tabs inside the records, every average
 // with two decimals, timestamps as sec.usec, so that what reads its files

@@ -8,7 +8,7 @@ import (
 	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
-// The text lines, in OB-UDPST 9.0.0's exact formats (measurement.md 6.1).
+// The text lines, in OB-UDPST 9.0.0's exact formats (see the package doc).
 // Parsers of OB-UDPST's output match these byte for byte, so nothing of
 // ours is ever appended to them.
 

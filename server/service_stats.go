@@ -1,6 +1,6 @@
 package server
 
-// -G: OB-UDPST's server performance statistics (measurement.md 6.5). A
+// -G: OB-UDPST's server performance statistics (report/serverstats.go). A
 // record every 10 s is kept in memory; every 5 minutes (the first time at
 // a random point 10..300 s after start, so that a fleet restarted together
 // does not write together) the records so far go to a file named by the

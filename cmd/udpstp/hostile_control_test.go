@@ -1,7 +1,7 @@
 package main
 
-// Hostile input against the server's Control Phase (layer 6 of
-// ../shared/design/testing.md): a real `udpstp server` in the lab's
+// Hostile input against the server's Control Phase (the hostile input
+// layer of DEVELOPERS.md's tests): a real `udpstp server` in the lab's
 // server namespace, attacked from the client namespace with forged
 // sources, floods from many addresses and replays; each defence with its
 // measured figure (docs/security.md). The figures are checked against what

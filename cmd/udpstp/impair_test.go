@@ -2,8 +2,8 @@
 
 package main
 
-// The impairment lab end to end (issue 12; layer 4 of
-// ../shared/design/testing.md): our server and client as real processes
+// The impairment lab end to end (issue 12; the network lab layer of
+// DEVELOPERS.md's tests): our server and client as real processes
 // in the namespaces of internal/netlab, over paths with delay, NAT, a
 // stateful firewall, a narrow link, and faults (a server stopped, killed
 // or restarted mid-test, a forged stop, a client killed, the path cut).

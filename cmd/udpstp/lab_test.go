@@ -1,7 +1,7 @@
 package main
 
-// The network lab end to end (layer 4 of ../shared/design/testing.md): our
-// server and client as real processes in the namespaces of
+// The network lab end to end (the network lab layer of DEVELOPERS.md's
+// tests): our server and client as real processes in the namespaces of
 // internal/netlab, measured against ground truth the lab sets exactly (a
 // tbf rate, an nftables loss ratio), and, with UDPST_BIN set, OB-UDPST
 // 9.0.0 on both ends of the same lab for the side-by-side errors of
@@ -22,7 +22,7 @@ package main
 // the one checked. A datagram
 // larger than the MTU crosses tbf as several frames, each with its own IP
 // and Ethernet header; our L2 counts them (dataphase/frag.go), OB-UDPST's
-// never needs to (its GSO build stops, measurement.md 2.7).
+// never needs to (its GSO build stops the test: dataphase's package doc).
 //
 // # Where it runs
 //

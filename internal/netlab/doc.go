@@ -1,5 +1,5 @@
-// Package netlab builds the network lab of the test plan (layer 4 of
-// ../shared/design/testing.md): network namespaces joined by veth pairs,
+// Package netlab builds the network lab of the test plan (the network lab
+// layer of DEVELOPERS.md's tests): network namespaces joined by veth pairs,
 // shaped with tc tbf, impaired with nftables random drops and with a
 // userspace relay on TUN devices (delay, jitter, reordering, duplication,
 // burst loss), translated by NAT, guarded by a stateful firewall and

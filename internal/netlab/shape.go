@@ -15,8 +15,8 @@ const (
 )
 
 // loadPDUID is the Load PDU identifier, the first two bytes of its UDP
-// payload in network byte order (dataphase.LoadPDUID; ../shared/spec/wire.md
-// §2.5). Not imported, so the lab does not depend on code under test.
+// payload in network byte order (dataphase.LoadPDUID; RFC 9946, the Load
+// PDU). Not imported, so the lab does not depend on code under test.
 const loadPDUID = 0xBEEF
 
 // ends returns the namespace and device whose egress carries dir (the
