@@ -6,7 +6,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// Defaults and limits of OB-UDPST 9.0.0's options (measurement.md 7.1);
+// Defaults and limits of OB-UDPST 9.0.0's options (its `udpst -?`, kept
+// in testdata/obudpst/usage.txt);
 // the timing limits are the Data Phase's (a client checks a grant against
 // them, dataphase.CheckGrant).
 const (

@@ -17,7 +17,8 @@ import (
 // errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
 var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
 
-// handleSetup decides one Setup Request (wire.md 2.1.2, in its order) and
+// handleSetup decides one Setup Request (RFC 9946, the Test Setup PDU;
+// its checks in OB-UDPST 9.0.0's order, see the package doc) and
 // answers it. to is the address it was sent to when the control socket is
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
@@ -111,7 +112,8 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		sc, code = s.admitSetup(local, from, req.MaxBandwidth)
 	}
 
-	// The response is the request edited in place (wire.md 2.1.3).
+	// The response is the request edited in place, as OB-UDPST 9.0.0
+	// builds it (the package doc).
 	resp := append(make([]byte, 0, SetupLen), b...)
 	resp[8] = SetupCmdResponse
 	if code == SetupNone {

@@ -90,7 +90,9 @@ const (
 	FamilyV6  Family = 6
 )
 
-// Timing constants of OB-UDPST 9.0.0 (wire.md 1.9, measurement.md 0.3).
+// Timing constants of OB-UDPST 9.0.0: its warning, watchdog and stop
+// timers, which the Data Phase keeps for interop (the package doc's state
+// machine).
 const (
 	WarnNoTraffic        = 1 * time.Second // rxStopped and the traffic-stopped warning
 	Watchdog             = 3 * time.Second // no valid PDU: the Test Connection ends

@@ -366,7 +366,7 @@ func TestRangeErrors(t *testing.T) {
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "--protocol", "21"}, "Parameter 21 out-of-range for --protocol (8-20)")
 }
 
-// TestCrossChecks covers every check of measurement.md 7.1 that involves
+// TestCrossChecks covers every check of OB-UDPST 9.0.0's options that involves
 // more than one value, and the other validation messages.
 func TestCrossChecks(t *testing.T) {
 	many := []string{"client", "-d"}
@@ -837,7 +837,8 @@ func TestDashHOutsideClient(t *testing.T) {
 }
 
 // TestConnectionCounts: -C and the server list give OB-UDPST's minimum and
-// maximum connection counts (measurement.md 5.2).
+// maximum connection counts (report's package doc: several Test
+// Connections and their active count).
 func TestConnectionCounts(t *testing.T) {
 	for _, tt := range []struct {
 		args     []string

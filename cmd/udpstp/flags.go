@@ -1,7 +1,8 @@
 package main
 
 // The options of `udpstp server` and `udpstp client`. One table holds every
-// option OB-UDPST 9.0.0's udpst accepts (measurement.md 7.1, `udpst -?`),
+// option OB-UDPST 9.0.0's udpst accepts (`udpst -?`:
+// testdata/obudpst/usage.txt),
 // plus our own; the cli flags, the role checks, the argument permutation
 // and the tests are all derived from it, so nothing is listed twice.
 
