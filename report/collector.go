@@ -81,11 +81,20 @@ func (c *Collector) Banner(name, version string) {
 
 // Activate records the parameters of the first Test Connection whose
 // activation succeeded: they become the JSON "Input", and BOMTime is now.
-// It reports whether this was the first call; later calls change nothing.
+// It reports whether this was the first call; a later call only fills in
+// the host addresses the first did not know (another server's).
 func (c *Collector) Activate(info TestInfo) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.res.info != nil {
+		// A later Test Connection, perhaps to another server: the host
+		// list the first one copied gets its address, as OB-UDPST's
+		// client lists every server's (and the first's at the top).
+		for i := range min(len(info.Hosts), len(c.res.info.Hosts)) {
+			if h := &c.res.info.Hosts[i]; h.Addr == "" {
+				h.Addr = info.Hosts[i].Addr
+			}
+		}
 		return false
 	}
 	info.Hosts = append([]Host(nil), info.Hosts...)

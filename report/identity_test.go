@@ -107,3 +107,37 @@ func TestBannerLines(t *testing.T) {
 		t.Errorf("banner in JSON mode: %q", out.String())
 	}
 }
+
+// A multi-server test lists every server's address, whichever activated
+// first, as OB-UDPST's client does: the second server's activation fills in
+// the address the first did not know, and the top-level HostIPAddress is
+// the first server's even when another server's connection came first.
+func TestHostAddressesOfEveryServer(t *testing.T) {
+	var out bytes.Buffer
+	c := New(&out, Options{Format: FormatJSON})
+	info := testInfo(1)
+	info.Hosts = []Host{{"one", "", 24601}, {"two", "198.18.0.2", 24601}}
+	if !c.Activate(info) {
+		t.Fatal("first Activate not first")
+	}
+	info.Hosts = []Host{{"one", "198.18.0.1", 24601}, {"two", "198.18.0.2", 24601}}
+	if c.Activate(info) {
+		t.Fatal("second Activate taken as first")
+	}
+	c.Finish()
+	var doc struct {
+		Input struct {
+			HostIPAddress string
+			HostList      []struct{ HostIPAddress string }
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Input.HostIPAddress != "198.18.0.1" {
+		t.Errorf("Input.HostIPAddress %q, want the first server's, 198.18.0.1", doc.Input.HostIPAddress)
+	}
+	if len(doc.Input.HostList) != 2 || doc.Input.HostList[0].HostIPAddress != "198.18.0.1" || doc.Input.HostList[1].HostIPAddress != "198.18.0.2" {
+		t.Errorf("HostList %+v, want both servers' addresses", doc.Input.HostList)
+	}
+}
