@@ -1,0 +1,58 @@
+package dataphase
+
+import (
+	"fmt"
+	"time"
+)
+
+// policeWindow is how far back the rows a Load Sender was assigned count
+// when the server polices it: datagrams sent under a higher row are still
+// arriving after a rate cut for a round trip and a queue's worth of time, a
+// second and more on a congested upload link with a deep buffer.
+const policeWindow = 2 * time.Second
+
+// noteAssigned records the row the next Status PDU assigns (its rate is
+// recomputed only when the row changes).
+func (c *Conn) noteAssigned() {
+	if c.assigned == nil {
+		return
+	}
+	if i := int(c.rc.Index()); i != c.lastRow {
+		c.lastRow, c.lastMbps = i, c.rowMbps(uint16(i))
+	}
+	c.assigned[c.nextSlot] = c.lastMbps
+	c.nextSlot = (c.nextSlot + 1) % len(c.assigned)
+}
+
+// police stops a Load Sender that runs above 1.5 times its assigned rate
+// for 3 Trial Intervals in a row (ADR: the server polices the rate it
+// assigns). The assigned rate is the highest row of the last policeWindow
+// of Status PDUs; two jumbo datagrams of slack keep row 0's random sizes
+// from tripping it. What counts is what the socket really received: every
+// datagram since the last Trial Interval, valid or not, at its real
+// length (recvmmsg's, not the Load PDU's udpPayload claim, which a sender
+// may set to anything: an upstream client assigned 0.11 Mbps sent 94 for
+// a whole test by claiming 0).
+func (c *Conn) police(nowWall int64) {
+	us := roundUs(nowWall - c.polStart)
+	if us <= 0 {
+		return
+	}
+	bytes, dgrams := c.polBytes, c.polDgrams
+	c.polStart, c.polBytes, c.polDgrams = nowWall, 0, 0
+	bits := float64((bytes+dgrams*uint64(L3Overhead(c.p.IPv6)))*8) / float64(us) // Mbps
+	assigned := 0.0
+	for _, m := range c.assigned {
+		assigned = max(assigned, m)
+	}
+	slack := float64(2*9000*8) / float64(us)
+	if bits > 1.5*assigned+slack {
+		c.overCount++
+	} else {
+		c.overCount = 0
+	}
+	if c.overCount >= 3 {
+		c.warn(0, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
+		c.end(EndOverRate)
+	}
+}
