@@ -27,8 +27,33 @@ type Conn struct {
 	rc  *RateControl
 
 	start clock.Time
+	phase clock.Time // the grid's phase (SetGridPhase), for Bursts and Status PDUs
 
-	// Stop handshake (wire.md 1.7).
+	stopHandshake
+	liveness
+	statusRx  // Load Sender: what the Status PDUs said (status.go)
+	statusTx  // Load Receiver: the Status PDUs it writes (status.go)
+	policer   // server: an upstream Load Sender's rate (police.go)
+	warnState // the cap on warnings and the once-only ones (warnings.go)
+
+	// Server: the anti-amplification rule (amplification.go).
+	amp ampGuard
+	// A client's plausibility rules (plausible.go).
+	pl plausible
+
+	statusScratch StatusPDU // decoded into (onStatus) and encoded from (pollStatus)
+
+	counts Counts // since the last event that carried them
+	subOut uint32 // Sub-Interval results reported, at most maxSub
+	events []Event
+	done   bool
+}
+
+// stopHandshake is where the stop handshake stands: the testAction each
+// PDU carries (1: the client stops or confirms, 2: the server stops), and
+// the end it leads to (RFC 9946; OB-UDPST 9.0.0's sequence, kept for
+// interop).
+type stopHandshake struct {
 	action      uint8     // the testAction our next PDU carries
 	stopping    bool      // server: the test time is over; client: a stop was seen or decided
 	stopCause   EndReason // server: why it is stopping, its end once the client confirms
@@ -36,65 +61,17 @@ type Conn struct {
 	stopAt      clock.Time
 	confirm     bool // client: send one PDU carrying action now, then end
 	closeReason EndReason
+}
 
-	watchdogAt clock.Time
-
-	// Traffic seen (no-traffic warning, rttRespDelay).
-	lastRx        clock.Time
+// liveness is what the Conn has seen of its peer: the watchdog, the
+// no-traffic warning and rttRespDelay, and the ICMP errors its sends drew.
+type liveness struct {
+	watchdogAt    clock.Time
+	lastRx        clock.Time // the last valid PDU's arrival
 	lastRxSet     bool
-	rxStopped     bool
-	peerRxStopped bool
-
-	// Load Receiver: the Status PDU timer.
-	statusAt clock.Time
-
-	// Load Sender: what the last Status PDU said.
-	lastStatusSeq uint32
-	spduSeqErr    uint16
-	echoSec       uint32
-	echoNsec      uint32
-	lastSubSeq    uint32
-	peerRTTSum    uint32
-	peerRTTCnt    uint32
-
-	// Server: over-rate policing of an upstream Load Sender, on what the
-	// socket really received since polStart (wall ns): every datagram's
-	// real length, valid or not.
-	assigned  []float64 // nominal Mbps of the rows of the last policeWindow of Status PDUs
-	nextSlot  int
-	lastRow   int // the row whose rate is lastMbps; -1: none yet
-	lastMbps  float64
-	overCount int
-	polStart  int64
-	polBytes  uint64
-	polDgrams uint64
-
-	// Server: the anti-amplification rule (amplification.go), and the
-	// Status PDU last written (its length, send time and the spduTime it
-	// carried), for Sent.
-	amp        ampGuard
-	statusLen  int
-	statusWall int64
-	statusWire int64
-
-	// Server, downstream: the rate adjustment's pace (adjustPace).
-	adjustTAT clock.Time
-
-	// ICMP port unreachable errors since the last valid PDU (PeerRefused).
-	refused int
-
-	// A client's plausibility rules (plausible.go).
-	pl plausible
-
-	counts        Counts // since the last event that carried them
-	warnings      int
-	localBleach   bool
-	remoteBleach  bool
-	subOut        uint32
-	events        []Event
-	done          bool
-	statusScratch StatusPDU
-	phase         clock.Time // the grid's phase (SetGridPhase), for Bursts and Status PDUs
+	rxStopped     bool // nothing valid for a second: our PDUs say rxStopped
+	peerRxStopped bool // the peer's PDUs say rxStopped
+	refused       int  // ICMP port unreachable errors since the last valid PDU (PeerRefused)
 }
 
 // SetGridPhase moves the grid this Test Connection's Bursts and Status PDUs

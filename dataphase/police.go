@@ -5,6 +5,20 @@ import (
 	"time"
 )
 
+// policer is the server's over-rate policing of an upstream Load Sender,
+// on what the socket really received since polStart (wall ns): every
+// datagram's real length, valid or not. assigned is nil when it is off.
+type policer struct {
+	assigned  []float64 // nominal Mbps of the rows of the last policeWindow of Status PDUs
+	nextSlot  int
+	lastRow   int // the row whose rate is lastMbps; -1: none yet
+	lastMbps  float64
+	overCount int
+	polStart  int64
+	polBytes  uint64
+	polDgrams uint64
+}
+
 // policeWindow is how far back the rows a Load Sender was assigned count
 // when the server polices it: datagrams sent under a higher row are still
 // arriving after a rate cut for a round trip and a queue's worth of time, a

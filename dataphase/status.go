@@ -7,6 +7,31 @@ import (
 	"github.com/udpstp/udpstp/clock"
 )
 
+// statusRx is what a Load Sender keeps of the Status PDUs it receives: the
+// sequence and the echo its Load PDUs carry back, the last Sub-Interval
+// reported, the peer's RTT samples since then, and on the server the rate
+// adjustment's pace (adjustPace).
+type statusRx struct {
+	lastStatusSeq uint32
+	spduSeqErr    uint16
+	echoSec       uint32
+	echoNsec      uint32
+	lastSubSeq    uint32
+	peerRTTSum    uint32
+	peerRTTCnt    uint32
+	adjustTAT     clock.Time
+}
+
+// statusTx is a Load Receiver's Status PDU timer, and the Status PDU it
+// last wrote (its length, send time and the spduTime it carried) for Sent
+// and the anti-amplification rule (amplification.go).
+type statusTx struct {
+	statusAt   clock.Time
+	statusLen  int
+	statusWall int64
+	statusWire int64
+}
+
 // statusGrid is the grid of the Status PDUs' due times.
 const statusGrid = clock.Time(time.Millisecond)
 

@@ -2,6 +2,14 @@ package dataphase
 
 import "fmt"
 
+// warnState is what the cap on warnings counts, and the warnings said once
+// per Test Connection.
+type warnState struct {
+	warnings     int  // warning events so far (MaxWarnings)
+	localBleach  bool // the local ECN bleaching warning was said
+	remoteBleach bool // the remote one was
+}
+
 // WarnEndedEarly is the client's warning code for a test the server
 // stopped before its time (ours: OB-UDPST's warnings take 1 to 8 of the
 // 1..49 range, and its client reports such a test as complete).
