@@ -228,7 +228,7 @@ func (c *Conn) Fail(err error) {
 	if c.done {
 		return
 	}
-	c.warn(0, fmt.Sprintf("ERROR: %v", err), true)
+	c.warn(WarnError, fmt.Sprintf("ERROR: %v", err), true)
 	c.end(EndFailure)
 }
 
@@ -247,7 +247,7 @@ func (c *Conn) end(r EndReason) {
 // timers runs what is due at now that is not a transmission.
 func (c *Conn) timers(now clock.Time) {
 	if c.amp.on && now >= c.amp.deadline {
-		c.warn(0, "ERROR: Peer never confirmed receipt of what was sent to it (forged activation?)", true)
+		c.warn(WarnError, "ERROR: Peer never confirmed receipt of what was sent to it (forged activation?)", true)
 		c.end(EndUnverified)
 		return
 	}
@@ -284,7 +284,7 @@ func (c *Conn) trafficCheck(now clock.Time) {
 		c.rxStopped = true
 		c.lastRxSet = false
 		c.counts[CountLocalTrafficStop]++
-		c.warn(4, "LOCAL WARNING: Incoming traffic has completely stopped", false)
+		c.warn(WarnLocalTrafficStop, "LOCAL WARNING: Incoming traffic has completely stopped", false)
 		return
 	}
 	c.rxStopped = false
@@ -381,7 +381,7 @@ func (c *Conn) PeerRefused(n int) {
 		c.end(c.stopCause)
 		return
 	}
-	c.warn(0, fmt.Sprintf("ERROR: Test Connection ended early: the peer's port is unreachable (%d ICMP port unreachable, nothing received in between)", c.refused), true)
+	c.warn(WarnError, fmt.Sprintf("ERROR: Test Connection ended early: the peer's port is unreachable (%d ICMP port unreachable, nothing received in between)", c.refused), true)
 	c.end(EndPeerGone)
 }
 
@@ -392,7 +392,7 @@ func (c *Conn) seen(t clock.Time, peerRxStopped uint8) {
 	stopped := peerRxStopped == 1
 	if stopped && !c.peerRxStopped {
 		c.counts[CountRemoteTrafficStop]++
-		c.warn(5, "REMOTE WARNING: Incoming traffic has completely stopped", false)
+		c.warn(WarnRemoteTrafficStop, "REMOTE WARNING: Incoming traffic has completely stopped", false)
 	}
 	c.peerRxStopped = stopped
 }

@@ -46,7 +46,7 @@ func (c *Conn) invalid(kind string, err error, data []byte, n int) {
 			ck = uint16(data[off])<<8 | uint16(data[off+1])
 		}
 	}
-	c.warn(6, fmt.Sprintf("WARNING: Received invalid %s PDU (%d,0x%04X:0x%02X:0x%02X,0x%04X)", kind, n, id, action, flag, ck), true)
+	c.warn(WarnInvalidPDU, fmt.Sprintf("WARNING: Received invalid %s PDU (%d,0x%04X:0x%02X:0x%02X,0x%04X)", kind, n, id, action, flag, ck), true)
 }
 
 // implausible drops a PDU whose figures cannot be true (plausible.go):

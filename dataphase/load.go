@@ -133,7 +133,7 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	if e := c.rcv.onLoad(&h, pair.WallAt(d.Time), d.TOS, d.HasTOS); e != 0 {
 		c.counts[CountRemoteStatusLoss] += uint64(e)
 		if c.canWarn(false) {
-			c.warn(3, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(e)+")", false)
+			c.warn(WarnRemoteStatusLoss, "REMOTE WARNING: Incoming status feedback messages lost ("+seqErrText(e)+")", false)
 		}
 	}
 }

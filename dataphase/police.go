@@ -66,7 +66,7 @@ func (c *Conn) police(nowWall int64) {
 		c.overCount = 0
 	}
 	if c.overCount >= 3 {
-		c.warn(0, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
+		c.warn(WarnError, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
 		c.end(EndOverRate)
 	}
 }

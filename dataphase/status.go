@@ -104,7 +104,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	b.N, b.RandomFill = 1, false
 	if c.rcv.bleach && !c.localBleach {
 		c.localBleach = true
-		c.warn(7, "LOCAL WARNING: Incoming ECN bleaching detected", false)
+		c.warn(WarnLocalBleach, "LOCAL WARNING: Incoming ECN bleaching detected", false)
 	}
 	c.trialEvent(fb, s, true)
 	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
@@ -149,7 +149,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 			c.counts[CountStatusUnproven]++
 			c.amp.unproven++
 			if c.amp.unproven >= maxUnproven {
-				c.warn(0, fmt.Sprintf("ERROR: %d Status PDUs failed the proof of receipt (forged activation?)", c.amp.unproven), true)
+				c.warn(WarnError, fmt.Sprintf("ERROR: %d Status PDUs failed the proof of receipt (forged activation?)", c.amp.unproven), true)
 				c.end(EndUnverified)
 			}
 			return
@@ -194,7 +194,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	if c.spduSeqErr != 0 {
 		c.counts[CountLocalStatusLoss] += uint64(c.spduSeqErr)
 		if c.canWarn(false) {
-			c.warn(2, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
+			c.warn(WarnLocalStatusLoss, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
 		}
 	}
 	c.echoSec, c.echoNsec = s.SpduTimeSec, s.SpduTimeNsec
@@ -204,7 +204,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	if c.p.ECNCEThresh > 0 && s.ECNFlags&ECNFlagBleached != 0 && !c.remoteBleach {
 		c.remoteBleach = true
-		c.warn(8, "REMOTE WARNING: Incoming ECN bleaching detected", false)
+		c.warn(WarnRemoteBleach, "REMOTE WARNING: Incoming ECN bleaching detected", false)
 	}
 	fb := TrialFeedback{
 		Loss: s.SeqErrLoss, Ooo: s.SeqErrOoo, Dup: s.SeqErrDup,

@@ -10,14 +10,38 @@ type warnState struct {
 	remoteBleach bool // the remote one was
 }
 
-// WarnEndedEarly is the client's warning code for a test the server
-// stopped before its time (ours: OB-UDPST's warnings take 1 to 8 of the
-// 1..49 range, and its client reports such a test as complete).
-const WarnEndedEarly = 9
+// The codes of warning events (Event.Code): OB-UDPST's ErrorStatus values
+// 1..49 are warnings, a completed test keeps them. 1..8 are OB-UDPST
+// 9.0.0's (its base 1 plus its warning index, WARN_SRV_TIMEOUT 0 to
+// WARN_REM_ECNBLCH 7), kept for interop: -1's exit status and the JSON's
+// ErrorStatus carry them. 9 and 10 are ours, in the range it leaves free.
+const (
+	// WarnError is no OB-UDPST code: our own error that ends the Test
+	// Connection (a socket failure, a policed or unverified peer). A
+	// client reports it as ErrorStatus 255.
+	WarnError uint8 = 0
 
-// WarnImplausible is the client's warning code for PDUs dropped because
-// their figures cannot be true (ours, as WarnEndedEarly is).
-const WarnImplausible = 10
+	WarnServerTimeout     uint8 = 1 // the server never answered the setup or activation
+	WarnLocalStatusLoss   uint8 = 2 // Status PDUs this end receives were lost
+	WarnRemoteStatusLoss  uint8 = 3 // Status PDUs the peer receives were lost
+	WarnLocalTrafficStop  uint8 = 4 // nothing valid arrived for a second
+	WarnRemoteTrafficStop uint8 = 5 // the peer's PDUs say rxStopped
+	WarnInvalidPDU        uint8 = 6 // a datagram that is no valid PDU (invalid.go)
+	WarnLocalBleach       uint8 = 7 // ECN bleached on the way to this end
+	WarnRemoteBleach      uint8 = 8 // ECN bleached on the way to the peer
+
+	// WarnEndedEarly is the client's warning code for a test the server
+	// stopped before its time (OB-UDPST's client reports such a test as
+	// complete).
+	WarnEndedEarly uint8 = 9
+	// WarnImplausible is the client's warning code for PDUs dropped
+	// because their figures cannot be true (plausible.go).
+	WarnImplausible uint8 = 10
+
+	// WarnMax is the highest ErrorStatus that is a warning; above it are
+	// errors, which a completed test does not keep.
+	WarnMax = 49
+)
 
 // canWarn reports whether a warning would be shown: OB-UDPST shows at most
 // 10 per Test Connection and, except for invalid PDUs, only while the test
@@ -27,12 +51,12 @@ func (c *Conn) canWarn(always bool) bool {
 	return c.warnings < MaxWarnings && (always || (c.action == ActionTest && !c.stopping))
 }
 
-// warn records a warning event if canWarn allows it. Code 0 is our own
+// warn records a warning event if canWarn allows it. WarnError is our own
 // error that ends the Test Connection (a socket failure, a policed or
 // unverified peer): one per Test Connection at most, so it always goes
 // out, however many warnings came before.
 func (c *Conn) warn(code uint8, text string, always bool) {
-	if code != 0 && !c.canWarn(always) {
+	if code != WarnError && !c.canWarn(always) {
 		return
 	}
 	c.warnings++
