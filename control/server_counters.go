@@ -134,16 +134,10 @@ func (s *ServerCounters) end(loadSender bool, r dataphase.EndReason) {
 
 // countInvalid counts an invalid control PDU by what failed.
 func (s *Server) countInvalid(err error) {
-	// The decoders return a *dataphase.PDUError as it is, never wrapped; a
-	// type assertion costs nothing where errors.As would allocate.
-	var field string
-	if pe, ok := err.(*dataphase.PDUError); ok {
-		field = pe.Field
-	}
-	switch field {
-	case "length":
+	switch dataphase.RejectionOf(err) {
+	case dataphase.RejectSize:
 		s.Counters.Add(CountInvalidSize)
-	case "checkSum":
+	case dataphase.RejectChecksum:
 		s.Counters.Add(CountInvalidChecksum)
 	default:
 		s.Counters.Add(CountInvalidFormat)

@@ -2,29 +2,37 @@ package dataphase
 
 import "fmt"
 
+// pduKind is which PDU a datagram was taken for: a Load Receiver reads
+// Load PDUs, a Load Sender Status PDUs.
+type pduKind uint8
+
+const (
+	loadPDU pduKind = iota
+	statusPDU
+)
+
+// String is the word OB-UDPST's "Received invalid ... PDU" warning uses
+// (its wording, kept for interop: the line reaches the user and the JSON).
+func (k pduKind) String() string {
+	if k == loadPDU {
+		return "load"
+	}
+	return "status"
+}
+
+// invalidCounter is the counter of an invalid PDU by its kind and what
+// failed.
+var invalidCounter = [...][numRejections]Counter{
+	loadPDU:   {RejectFormat: CountLoadInvalidFormat, RejectSize: CountLoadInvalidSize, RejectChecksum: CountLoadInvalidChecksum},
+	statusPDU: {RejectFormat: CountStatusInvalidFormat, RejectSize: CountStatusInvalidSize, RejectChecksum: CountStatusInvalidChecksum},
+}
+
 // invalid counts a datagram that is not a valid PDU for this end, by what
 // failed, with OB-UDPST's warning line (at most MaxWarnings per Test
 // Connection).
-func (c *Conn) invalid(kind string, err error, data []byte, n int) {
-	field := ""
-	if pe, ok := err.(*PDUError); ok {
-		field = pe.Field
-	}
-	load := kind == "load"
-	switch {
-	case field == "length" && load:
-		c.counts[CountLoadInvalidSize]++
-	case field == "length":
-		c.counts[CountStatusInvalidSize]++
-	case field == "checkSum" && load:
-		c.counts[CountLoadInvalidChecksum]++
-	case field == "checkSum":
-		c.counts[CountStatusInvalidChecksum]++
-	case load:
-		c.counts[CountLoadInvalidFormat]++
-	default:
-		c.counts[CountStatusInvalidFormat]++
-	}
+func (c *Conn) invalid(kind pduKind, err error, data []byte, n int) {
+	c.counts[invalidCounter[kind][RejectionOf(err)]]++
+	load := kind == loadPDU
 	if !c.canWarn(true) {
 		return
 	}

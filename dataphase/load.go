@@ -82,7 +82,7 @@ func (c *Conn) confirmBurst() burst {
 func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 	var h LoadHeader
 	if err := h.Decode(data); err != nil {
-		c.invalid("load", err, data, d.Len)
+		c.invalid(loadPDU, err, data, d.Len)
 		return
 	}
 	if int(h.UDPPayload) != d.Len {
@@ -92,7 +92,7 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		// a mismatch is a broken or lying sender, and its PDU is invalid
 		// here, counted as a size error. Nothing that interoperates sends
 		// one; a lying sender's datagrams still count for policing.
-		c.invalid("load", errLoadLength, data, d.Len)
+		c.invalid(loadPDU, errLoadLength, data, d.Len)
 		return
 	}
 	if c.amp.nEcho > 0 {

@@ -134,7 +134,7 @@ func (c *Conn) adjustUpstream(now clock.Pair, fb TrialFeedback) {
 func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	s := &c.statusScratch
 	if err := s.Decode(data, c.p.Legacy); err != nil {
-		c.invalid("status", err, data, d.Len)
+		c.invalid(statusPDU, err, data, d.Len)
 		return
 	}
 	if c.amp.on {
@@ -159,7 +159,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	if !c.p.Server && !s.Rate.Valid() {
 		// A row no table holds would make us send as fast as we can.
-		c.invalid("status", errStatusRate, data, d.Len)
+		c.invalid(statusPDU, errStatusRate, data, d.Len)
 		return
 	}
 	if why := c.pl.status(s, d.Time, s.SubIntSeqNo > c.lastSubSeq, c.snd.nextSeq-1); why != implOK {
