@@ -61,7 +61,7 @@ func (c *Conn) invalid(kind pduKind, err error, data []byte, n int) {
 // counted, said at most a few times (each line with the count so far),
 // outside the cap on warnings as those lines are few and say how to read
 // the result.
-func (c *Conn) implausible(why uint8) {
+func (c *Conn) implausible(why implausibility) {
 	c.counts[CountImplausible]++
 	c.pl.why = why
 	if c.pl.discard() {
@@ -77,5 +77,5 @@ func (c *Conn) implausibleWarning() {
 	c.pl.lastSaid = c.pl.discarded
 	c.events = append(c.events, Event{Kind: EvWarning, Code: WarnImplausible,
 		Text: fmt.Sprintf("WARNING: %d %s PDUs dropped so far as forged: their figures cannot be true (the last: %s)",
-			c.pl.discarded, kind, implausibleText[c.pl.why])})
+			c.pl.discarded, kind, c.pl.why)})
 }

@@ -49,7 +49,7 @@ func TestPlausibleStatus(t *testing.T) {
 		name   string
 		edit   func(s *StatusPDU)
 		newSub bool
-		want   uint8
+		want   implausibility
 	}{
 		{"genuine", func(*StatusPDU) {}, true, implOK},
 		{"genuine, the Sub-Interval already taken", func(*StatusPDU) {}, false, implOK},
@@ -138,7 +138,7 @@ func TestPlausibleLoad(t *testing.T) {
 		name string
 		seq  uint32
 		echo int64
-		want uint8
+		want implausibility
 	}{
 		{"next", 1001, wall + 450e6, implOK},
 		{"no echo yet", 1001, 0, implOK},
