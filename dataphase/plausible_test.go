@@ -1,6 +1,7 @@
 package dataphase
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -240,6 +241,10 @@ func TestPlausibleForgedStatusConn(t *testing.T) {
 			subs = append(subs, ev.SubInt)
 		case ev.Kind == EvWarning && ev.Code == WarnImplausible:
 			warnings++
+			// The rule said in words (implausibility's String).
+			if want := "WARNING: 1 Status PDUs dropped so far as forged: their figures cannot be true (the last: its "; !strings.HasPrefix(ev.Text, want) {
+				t.Errorf("warning %q, want it to begin %q", ev.Text, want)
+			}
 		}
 	}
 	if len(subs) != 4 {
