@@ -135,12 +135,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 		// the Status PDUs of many Test Connections then share wake-ups.
 		c.statusAt = onGrid(now.Mono+clock.Time(p.TrialInt), statusGrid)
 		if p.Server && p.PoliceOverRate {
-			n := 2
-			if p.TrialInt > 0 {
-				n = max(n, int(policeWindow/p.TrialInt))
-			}
-			c.assigned, c.lastRow = make([]float64, n), -1
-			c.polStart = now.Wall
+			c.policer.start(p.TrialInt, now.Wall)
 			c.noteAssigned()
 		}
 	}
@@ -323,10 +318,7 @@ func (c *Conn) Receive(b *RecvBatch) {
 		if c.amp.on {
 			c.amp.in += int64(d.Len)
 		}
-		if c.assigned != nil {
-			c.polBytes += uint64(d.Len)
-			c.polDgrams++
-		}
+		c.policer.received(d.Len)
 		if c.loadSender {
 			c.onStatus(b.Data(i), d, b.Pair)
 		} else {

@@ -25,6 +25,25 @@ type policer struct {
 // second and more on a congested upload link with a deep buffer.
 const policeWindow = 2 * time.Second
 
+// start turns the policer on at wall time now (ns), with a window of
+// policeWindow for Status PDUs every trial.
+func (p *policer) start(trial time.Duration, now int64) {
+	n := 2
+	if trial > 0 {
+		n = max(n, int(policeWindow/trial))
+	}
+	p.assigned, p.lastRow = make([]float64, n), -1
+	p.polStart = now
+}
+
+// received counts a datagram of n bytes the socket received, valid or not.
+func (p *policer) received(n int) {
+	if p.assigned != nil {
+		p.polBytes += uint64(n)
+		p.polDgrams++
+	}
+}
+
 // noteAssigned records the row the next Status PDU assigns (its rate is
 // recomputed only when the row changes).
 func (c *Conn) noteAssigned() {
@@ -48,25 +67,31 @@ func (c *Conn) noteAssigned() {
 // may set to anything: an upstream client assigned 0.11 Mbps sent 94 for
 // a whole test by claiming 0).
 func (c *Conn) police(nowWall int64) {
-	us := roundUs(nowWall - c.polStart)
-	if us <= 0 {
-		return
+	if over, bits, assigned := c.policer.judge(nowWall, L3Overhead(c.p.IPv6)); over {
+		c.warn(WarnError, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
+		c.end(EndOverRate)
 	}
-	bytes, dgrams := c.polBytes, c.polDgrams
-	c.polStart, c.polBytes, c.polDgrams = nowWall, 0, 0
-	bits := float64((bytes+dgrams*uint64(L3Overhead(c.p.IPv6)))*8) / float64(us) // Mbps
-	assigned := 0.0
-	for _, m := range c.assigned {
+}
+
+// judge closes the Trial Interval at wall time now (ns): the rate received
+// in it (Mbps, at L3 with overhead bytes per datagram), the rate assigned,
+// and whether it was over for the third time in a row.
+func (p *policer) judge(now int64, overhead int) (over bool, bits, assigned float64) {
+	us := roundUs(now - p.polStart)
+	if us <= 0 {
+		return false, 0, 0
+	}
+	bytes, dgrams := p.polBytes, p.polDgrams
+	p.polStart, p.polBytes, p.polDgrams = now, 0, 0
+	bits = float64((bytes+dgrams*uint64(overhead))*8) / float64(us) // Mbps
+	for _, m := range p.assigned {
 		assigned = max(assigned, m)
 	}
 	slack := float64(2*9000*8) / float64(us)
 	if bits > 1.5*assigned+slack {
-		c.overCount++
+		p.overCount++
 	} else {
-		c.overCount = 0
+		p.overCount = 0
 	}
-	if c.overCount >= 3 {
-		c.warn(WarnError, fmt.Sprintf("ERROR: Load sender above 1.5x its assigned rate (%.2f Mbps received, %.2f assigned) for 3 trial intervals", bits, assigned), true)
-		c.end(EndOverRate)
-	}
+	return p.overCount >= 3, bits, assigned
 }
