@@ -86,9 +86,9 @@ func (c *Conn) onLoad(data []byte, d *InDatagram, pair clock.Pair) {
 		return
 	}
 	if int(h.UDPPayload) != d.Len {
-		// OB-UDPST counts the claim without comparing it (wire.md 6.6):
-		// its senders always write the real length (each datagram's size,
-		// GSO segments included; wire.md), so
+		// OB-UDPST counts the claim without comparing it: its senders
+		// always write the real length (each datagram's size, GSO
+		// segments included), so
 		// a mismatch is a broken or lying sender, and its PDU is invalid
 		// here, counted as a size error. Nothing that interoperates sends
 		// one; a lying sender's datagrams still count for policing.

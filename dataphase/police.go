@@ -58,10 +58,10 @@ func (c *Conn) noteAssigned() {
 }
 
 // police stops a Load Sender that runs above 1.5 times its assigned rate
-// for 3 Trial Intervals in a row (ADR: the server polices the rate it
-// assigns). The assigned rate is the highest row of the last policeWindow
-// of Status PDUs; two jumbo datagrams of slack keep row 0's random sizes
-// from tripping it. What counts is what the socket really received: every
+// for 3 Trial Intervals in a row (docs/security.md: the server polices
+// the rate it assigns). The assigned rate is the highest row of the last
+// policeWindow of Status PDUs; two jumbo datagrams of slack keep row 0's
+// random sizes from tripping it. What counts is what the socket really received: every
 // datagram since the last Trial Interval, valid or not, at its real
 // length (recvmmsg's, not the Load PDU's udpPayload claim, which a sender
 // may set to anything: an upstream client assigned 0.11 Mbps sent 94 for
