@@ -270,7 +270,7 @@ func setupErr(ctx context.Context, err error, suffix string) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, errExchangeTimeout):
-		return &SetupError{Status: int(dataphase.WarnServerTimeout), Msg: "WARNING: Timeout awaiting response from server" + suffix}
+		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Timeout awaiting response from server" + suffix}
 	}
 	return &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 }

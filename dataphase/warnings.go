@@ -15,28 +15,29 @@ type warnState struct {
 // 9.0.0's (its base 1 plus its warning index, WARN_SRV_TIMEOUT 0 to
 // WARN_REM_ECNBLCH 7), kept for interop: -1's exit status and the JSON's
 // ErrorStatus carry them. 9 and 10 are ours, in the range it leaves free.
+// Untyped: Event.Code is a uint8, an ErrorStatus an int.
 const (
 	// WarnError is no OB-UDPST code: our own error that ends the Test
 	// Connection (a socket failure, a policed or unverified peer). A
 	// client reports it as ErrorStatus 255.
-	WarnError uint8 = 0
+	WarnError = 0
 
-	WarnServerTimeout     uint8 = 1 // the server never answered the setup or activation
-	WarnLocalStatusLoss   uint8 = 2 // Status PDUs this end receives were lost
-	WarnRemoteStatusLoss  uint8 = 3 // Status PDUs the peer receives were lost
-	WarnLocalTrafficStop  uint8 = 4 // nothing valid arrived for a second
-	WarnRemoteTrafficStop uint8 = 5 // the peer's PDUs say rxStopped
-	WarnInvalidPDU        uint8 = 6 // a datagram that is no valid PDU (invalid.go)
-	WarnLocalBleach       uint8 = 7 // ECN bleached on the way to this end
-	WarnRemoteBleach      uint8 = 8 // ECN bleached on the way to the peer
+	WarnServerTimeout     = 1 // the server never answered the setup or activation
+	WarnLocalStatusLoss   = 2 // Status PDUs this end receives were lost
+	WarnRemoteStatusLoss  = 3 // Status PDUs the peer receives were lost
+	WarnLocalTrafficStop  = 4 // nothing valid arrived for a second
+	WarnRemoteTrafficStop = 5 // the peer's PDUs say rxStopped
+	WarnInvalidPDU        = 6 // a datagram that is no valid PDU (invalid.go)
+	WarnLocalBleach       = 7 // ECN bleached on the way to this end
+	WarnRemoteBleach      = 8 // ECN bleached on the way to the peer
 
 	// WarnEndedEarly is the client's warning code for a test the server
 	// stopped before its time (OB-UDPST's client reports such a test as
 	// complete).
-	WarnEndedEarly uint8 = 9
+	WarnEndedEarly = 9
 	// WarnImplausible is the client's warning code for PDUs dropped
 	// because their figures cannot be true (plausible.go).
-	WarnImplausible uint8 = 10
+	WarnImplausible = 10
 
 	// WarnMax is the highest ErrorStatus that is a warning; above it are
 	// errors, which a completed test does not keep.
