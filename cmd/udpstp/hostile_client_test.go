@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Hostile datagrams at a client, attacked for real (issue 22, item 6): an
