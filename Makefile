@@ -5,7 +5,9 @@ BIN       := bin/udpstp
 PKGS      := ./...
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release from CHANGELOG.md, plus the commit where this is a checkout
+# (contrib/release/version): a fresh clone has no tag to describe.
+VERSION   ?= $(shell contrib/release/version)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
@@ -33,7 +35,7 @@ LABCICASES := tbf-200M-down|tbf-200M-up|loss-1pct-down|delay-100M-down|multi-C4-
 unit race lab lab-ci: SHELL := /bin/bash
 unit race lab lab-ci: .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet fmtcheck lint unit race lab lab-ci skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
+.PHONY: all build test prereq vet fmtcheck lint unit race lab lab-ci skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
 
 all: build
 
@@ -45,8 +47,15 @@ build:
 
 # test: everything CI checks, in order of how fast it fails. It must pass
 # on a slow, busy 2-core machine: nothing in it measures the machine (that
-# is `make lab` and `make bench`).
-test: fmtcheck vet lint unit race fuzz crossbuild systemd-check
+# is `make lab` and `make bench`). prereq runs first, alone (also under
+# -j): a missing tool stops the run at its start, not in its last step.
+test: prereq
+	@$(MAKE) --no-print-directory fmtcheck vet lint unit race fuzz crossbuild systemd-check
+
+# prereq: the tools make test needs (.ci/prereq: the required ones stop it
+# with the apt-get line; the optional ones, whose tests skip, are listed).
+prereq:
+	@STATICCHECK=$(STATICCHECK) .ci/prereq
 
 fmtcheck:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -320,7 +329,7 @@ deploy-check:
 
 # release-lint: shellcheck on the packaging scripts and the maintainer
 # scripts (POSIX sh: dash runs them).
-RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist \
+RELEASE_SCRIPTS := contrib/release/debversion contrib/release/mkdist contrib/release/version .ci/prereq \
 	contrib/debian/mkdeb contrib/debian/mkcopyright contrib/debian/check contrib/debian/install-check \
 	contrib/debian/postinst contrib/debian/prerm contrib/debian/postrm
 release-lint:

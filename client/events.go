@@ -18,7 +18,9 @@ const (
 	// (SubInt), before the report merges it into the aggregate.
 	EventSubInterval
 	// EventWarning: a warning with its ErrorStatus code (1..49), or an
-	// ALERT line (Code -1, the status unchanged), as the report prints it.
+	// ALERT line or udpstp's own note (Code -1, the status unchanged), as
+	// the report prints it: report.StillRisingNote (Conn -1) after the
+	// test when the search was still rising at its end.
 	EventWarning
 	// EventError: an error with its ErrorStatus code (50 and above): a
 	// setup that failed, a socket failure, too few Test Connections left

@@ -101,7 +101,7 @@ func (r *run) run(ctx context.Context) int {
 				return
 			}
 			c.cc = cc
-			c.suffix = fmt.Sprintf(" [Server %s:%d]", cc.Server.Addr(), cc.Server.Port())
+			c.suffix = " [Server " + cc.Server.String() + "]" // [::1]:24601, where OB-UDPST prints ::1:24601
 			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}})
 		}()
 	}
@@ -188,6 +188,10 @@ func (r *run) run(ctx context.Context) int {
 		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
 	r.emitIntervals(nil, nil)
+	if r.col.StillRising() {
+		// Our note, not an OB-UDPST warning: the status stays (Code -1).
+		r.emit(Event{Kind: EventWarning, Conn: -1, Code: -1, Text: report.StillRisingNote})
+	}
 	if st := r.col.ErrorStatus(); st != 0 || !exportFailed {
 		return st
 	}

@@ -216,9 +216,10 @@ func TestLegacyClient(t *testing.T) {
 	}
 }
 
-// TestJunkIsCheap keeps the server's drop of a flood cheap: a datagram that
-// is no Setup Request costs at most the decoder's error, and a request over
-// its source's rate costs no allocation at all.
+// TestJunkIsCheap keeps the server's drop of a flood cheap: neither a
+// datagram that is no Setup Request (of any kind of fault) nor a request
+// over its source's rate costs an allocation, and each fault is counted
+// under its own counter.
 func TestJunkIsCheap(t *testing.T) {
 	cfg := DefaultServerConfig()
 	cfg.BindAddrs = []string{"127.0.0.1"}
@@ -229,16 +230,35 @@ func TestJunkIsCheap(t *testing.T) {
 	from := netip.MustParseAddrPort("192.0.2.1:5")
 	limited := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1}).Encode(make([]byte, SetupLen))
 	s.handleSetup(s.ctl[0], limited, from, netip.Addr{}) // the source's one token
+	badChecksum := append([]byte(nil), limited...)
+	SealControlChecksum(badChecksum)
+	badChecksum[10] ^= 0xff
+	badCmd := append([]byte(nil), limited...)
+	badCmd[8] = 7
+	ackOK := (&SetupPDU{ProtocolVer: 20, MCCount: 1, CmdRequest: 1, CmdResponse: SetupAccepted}).Encode(make([]byte, SetupLen))
 	for _, c := range []struct {
 		name string
 		b    []byte
 		max  float64
 	}{
-		{"wrong identifier", make([]byte, SetupLen), 1},
+		{"wrong identifier", make([]byte, SetupLen), 0},
+		{"too short", limited[:20], 0},
+		{"too long", append(append([]byte(nil), limited...), 0), 0},
+		{"bad checksum", badChecksum, 0},
+		{"bad cmdRequest", badCmd, 0},
+		{"ACKOK in a request", ackOK, 0},
 		{"over the rate", limited, 0},
 	} {
 		if n := race.AllocsPerRun(100, func() { s.handleSetup(s.ctl[0], c.b, from, netip.Addr{}) }); n > c.max {
 			t.Errorf("%s: %v allocations per datagram, want at most %v", c.name, n, c.max)
+		}
+	}
+	for _, c := range []struct {
+		counter ServerCounter
+		min     uint64
+	}{{CountInvalidSize, 2}, {CountInvalidChecksum, 1}, {CountInvalidFormat, 3}} {
+		if got := s.Counters.Load(c.counter); got < c.min {
+			t.Errorf("counter %v = %d, want at least %d runs' worth", c.counter, got, c.min)
 		}
 	}
 }

@@ -80,7 +80,9 @@ func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr,
 }
 
 func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.AddrPort, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
-	suffix := fmt.Sprintf(" %s:%d", server.Addr(), server.Port())
+	// server.String brackets an IPv6 address ([::1]:24601), where
+	// OB-UDPST prints ::1:24601.
+	suffix := " " + server.String()
 	deadline := time.Now().Add(SetupTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -121,7 +123,16 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	// The Setup Request goes out once, as OB-UDPST's does: a second one
 	// would cost the server a second session, and with -B a second
 	// bandwidth reservation for 3 s that sibling connections may need.
-	err := exchange(ctx, sock, buf, deadline, 1, func() error { return sock.SendTo(out, server) },
+	// With IP_RECVERR on, the unconnected socket hears the kernel's ICMP
+	// port unreachable for the Setup Request: a closed port is reported
+	// at once, where OB-UDPST's client waits its 3 s. It is off again
+	// before the Data Phase, whose connected socket reports ICMP errors
+	// without it, and whose error queue it would fill.
+	recvErr, _ := sock.(recvErrSocket)
+	if recvErr != nil && recvErr.SetRecvErr(true) != nil {
+		recvErr = nil
+	}
+	err := exchange(ctx, sock, buf, deadline, 1, true, func() error { return sock.SendTo(out, server) },
 		func(b []byte, from netip.AddrPort) (bool, error) {
 			// Only the address and port asked answer: anyone may send a
 			// datagram that looks like a Setup Response, naming a test
@@ -149,9 +160,12 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 			}
 			return true, nil
 		})
+	if recvErr != nil {
+		recvErr.SetRecvErr(false) // error on a closed socket only, which the next step reports
+	}
 	if err != nil {
 		err = setupErr(ctx, err, suffix)
-		if se, ok := err.(*SetupError); ok && se.Status == 1 && foreign.IsValid() {
+		if se, ok := err.(*SetupError); ok && se.Status == dataphase.WarnServerTimeout && foreign.IsValid() {
 			// A multi-homed server that answers from another of its
 			// addresses (OB-UDPST bound to a wildcard address does)
 			// looks like this: say so.
@@ -175,7 +189,7 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	var granted ActivationPDU
 	// A lost activation is sent again once: a 9.0.0 server already in its
 	// Data Phase takes the copy as one invalid datagram.
-	err = exchange(ctx, sock, buf, deadline, 2, func() error { return sock.Send(taOut) },
+	err = exchange(ctx, sock, buf, deadline, 2, false, func() error { return sock.Send(taOut) },
 		func(b []byte, _ netip.AddrPort) (bool, error) {
 			if err := granted.Decode(b, false); err != nil {
 				// A lost response in a downstream test is followed by Load
@@ -220,12 +234,24 @@ func grantParams(a *ActivationPDU) dataphase.Params {
 // errExchangeTimeout ends an exchange that got no answer by the deadline.
 var errExchangeTimeout = errors.New("no response")
 
+// errRefused ends a Setup exchange whose request the server's host
+// refused: ICMP port unreachable, nothing listens on the port.
+var errRefused = errors.New("connection refused")
+
+// recvErrSocket is a socket that can report ICMP errors while unconnected
+// (engine.Socket: IP_RECVERR).
+type recvErrSocket interface {
+	SetRecvErr(on bool) error
+}
+
 // exchange sends a request (sends times at most, resendAfter apart) and
 // hands every datagram that arrives before the deadline to handle, until
 // handle reports it done or fails. Null PDUs are passed over wherever they
-// arrive. ECONNREFUSED (an ICMP error for an earlier send) does not end the
-// wait: OB-UDPST's client waits for its timeout too.
-func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, sends int,
+// arrive. ECONNREFUSED (an ICMP error for an earlier send) ends the wait
+// with errRefused when refusedEnds (the Setup Request: only the server
+// was sent to); otherwise it does not, as OB-UDPST's client waits for its
+// timeout too.
+func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, sends int, refusedEnds bool,
 	send func() error, handle func(b []byte, from netip.AddrPort) (bool, error)) error {
 	for try := 1; ; try++ {
 		if err := send(); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
@@ -240,6 +266,8 @@ func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, 
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
+			case errors.Is(err, syscall.ECONNREFUSED) && refusedEnds:
+				return errRefused
 			case errors.Is(err, syscall.ECONNREFUSED):
 				continue
 			case errors.Is(err, os.ErrDeadlineExceeded):
@@ -271,6 +299,11 @@ func setupErr(ctx context.Context, err error, suffix string) error {
 		return ctx.Err()
 	case errors.Is(err, errExchangeTimeout):
 		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Timeout awaiting response from server" + suffix}
+	case errors.Is(err, errRefused):
+		// OB-UDPST's client has no message of its own for this: it times
+		// out (status 1, so "Minimum required connections unavailable",
+		// exit 200), which this keeps, saying why at once.
+		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Connection refused by server" + suffix + " (ICMP port unreachable: nothing listens on that port)"}
 	}
 	return &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 }

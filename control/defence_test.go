@@ -67,8 +67,8 @@ func setupFrom(t *testing.T, ep *memnet.Socket, ctl netip.AddrPort) uint16 {
 // TestSetupFloodDoesNotLockOut: Setup Requests from 20 sources that never
 // activate reserve every slot over and over; a client from another address
 // still gets in at once, because a newer Setup evicts the oldest pending
-// Test Connection of the source holding the most. Before, the flood held
-// every slot (ErrorStatus 113).
+// Test Connection, and the client's are the youngest. Before, the flood
+// held every slot (ErrorStatus 113).
 func TestSetupFloodDoesNotLockOut(t *testing.T) {
 	cfg := DefaultServerConfig()
 	cfg.MaxConnections = 64 // more than the sources, as 254 slots are for 20
@@ -82,16 +82,18 @@ func TestSetupFloodDoesNotLockOut(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			ep := endpoint(w, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(src + 1)}), 5000).String())
-			for i := 0; i < 400; i++ {
+			// 1,000 a second in all: each pending Test Connection lives
+			// 64 ms before it is the oldest, far longer than the client
+			// takes to activate in memory.
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; i < 500; i++ { // bounded: 10 s
 				select {
 				case <-stop:
 					return
-				default:
+				case <-tick.C:
 				}
 				ep.SendTo(req, ctl)
-				if i%8 == 7 {
-					time.Sleep(time.Millisecond)
-				}
 			}
 		}()
 	}
@@ -106,13 +108,14 @@ func TestSetupFloodDoesNotLockOut(t *testing.T) {
 	}
 }
 
-// TestPendingVictim: the oldest Test Connection of the heaviest source
-// goes; among sources holding as many as the newcomer's would, only one
-// that has waited longer than protectAge (a flood from many sources, one
-// Setup each, cannot evict a real client that is about to activate).
+// TestPendingVictim: the oldest pending Test Connection of another,
+// unproven source goes, whatever the sources hold (a -C 8 client's later
+// Setups get in during a flood from many sources, one Setup each: issue
+// 22); a source never evicts its own, and a trusted source's are never
+// evicted.
 func TestPendingVictim(t *testing.T) {
 	now := time.Now()
-	p := newPendingSet(MaxPendingPerSource)
+	p := newPendingSet(0, 0)
 	var seq uint64
 	add := func(src string, age time.Duration) *serverConn {
 		seq++
@@ -124,21 +127,65 @@ func TestPendingVictim(t *testing.T) {
 	add("192.0.2.1", time.Second)
 	b := add("192.0.2.2", time.Second)
 	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != a1 {
-		t.Errorf("victim %v, want the oldest of the heaviest source", v)
+		t.Errorf("victim %v, want the oldest", v)
 	}
+	if v := p.victim(netip.MustParseAddr("192.0.2.1"), now); v != b {
+		t.Errorf("victim %v of a Setup from 192.0.2.1, want the other source's oldest", v)
+	}
+	p.remove(b, now)
 	if v := p.victim(netip.MustParseAddr("192.0.2.1"), now); v != nil {
-		t.Errorf("the heaviest source itself evicted %v", v)
+		t.Errorf("a source evicted its own %v", v)
 	}
-	p.remove(a1)
-	// 192.0.2.1 and .2 hold one each now: a tie for a new source.
-	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v == nil || v.peer.Addr() != netip.MustParseAddr("192.0.2.1") && v != b {
-		t.Errorf("in a tie, victim %v, want the oldest one that waited past protectAge", v)
+	trusted := netip.MustParseAddr("192.0.2.20")
+	p.get(trusted).until = now.Add(time.Minute)
+	add("192.0.2.20", time.Hour)
+	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != a1 {
+		t.Errorf("victim %v, want the unproven source's oldest, not the trusted one's", v)
 	}
-	q := newPendingSet(MaxPendingPerSource)
-	p = q
-	add("192.0.2.3", protectAge/10)
+	for _, sc := range append([]*serverConn(nil), p.sources[p.key(a1.peer.Addr())].pending...) {
+		p.remove(sc, now)
+	}
 	if v := p.victim(netip.MustParseAddr("192.0.2.9"), now); v != nil {
-		t.Errorf("in a tie, a Test Connection younger than protectAge was evicted")
+		t.Errorf("a trusted source's pending Test Connection %v was evicted", v)
+	}
+}
+
+// TestUnprovenPendingBurst: a source that has not shown it receives
+// holds UnprovenPending pending Test Connections, plus a burst bucket up
+// to MaxPendingPerSource that refills slowly; once trusted it holds
+// MaxPendingPerSource again at once; IPv6 sources count by their /56.
+func TestUnprovenPendingBurst(t *testing.T) {
+	now := time.Now()
+	p := newPendingSet(0, 1000)
+	var seq uint64
+	fill := func(src string) int {
+		n := 0
+		for p.admit(netip.MustParseAddr(src), now) == capOK {
+			seq++
+			p.add(&serverConn{peer: netip.AddrPortFrom(netip.MustParseAddr(src), 1), seq: seq, at: now})
+			n++
+		}
+		return n
+	}
+	if n := fill("192.0.2.1"); n != MaxPendingPerSource {
+		t.Fatalf("first burst: %d admitted, want %d", n, MaxPendingPerSource)
+	}
+	for _, sc := range append([]*serverConn(nil), p.sources[p.key(netip.MustParseAddr("192.0.2.1"))].pending...) {
+		p.remove(sc, now)
+	}
+	if n := fill("192.0.2.1"); n != UnprovenPending {
+		t.Errorf("bucket spent: %d admitted, want %d", n, UnprovenPending)
+	}
+	p.get(netip.MustParseAddr("192.0.2.1")).validated = 1
+	if n := fill("192.0.2.1"); n != MaxPendingPerSource-UnprovenPending {
+		t.Errorf("trusted: %d more admitted, want %d", n, MaxPendingPerSource-UnprovenPending)
+	}
+	fill("2001:db8:0:1::1")
+	if p.admit(netip.MustParseAddr("2001:db8:0:ff::1"), now) == capOK {
+		t.Errorf("another /64 of the same /56 was admitted past the source's caps")
+	}
+	if p.admit(netip.MustParseAddr("2001:db8:0:100::1"), now) != capOK {
+		t.Errorf("another /56 was refused")
 	}
 }
 

@@ -33,6 +33,8 @@ const (
 	epActivationForeign                    // a Test Activation from an address the Setup did not come from
 	epActivationAuth                       // a Test Activation that failed authentication
 	epActivationTimeout                    // a Test Connection released: no activation within the setup timeout
+	epSourceRunningCap                     // a Setup refused: its source holds its running cap
+	epSourcePendingCap                     // a Setup refused: its source holds all the pending it may
 	numEpisodeKinds
 )
 
@@ -46,6 +48,8 @@ var episodeText = [numEpisodeKinds]string{
 	epActivationForeign: "test activations dropped: not from the setup's address",
 	epActivationAuth:    "test activations dropped: authentication failed",
 	epActivationTimeout: "test connections released: no activation within the setup timeout",
+	epSourceRunningCap:  "setup requests refused: sources at their share of test connections",
+	epSourcePendingCap:  "setup requests refused: sources at their share of test connections awaiting activation",
 }
 
 const (

@@ -30,6 +30,7 @@ type Server struct {
 	// larger than its request, but a forged flood must not make the
 	// server a reflector at the flood's rate.
 	answers *sourceLimiter
+	ports   PortRange // where test sockets are bound (testport.go)
 	replay  *replayCache
 	eps     *episodes
 	grace   time.Duration
@@ -61,6 +62,14 @@ type ServerOptions struct {
 	// SetupRateLimited. 0: no limit.
 	SetupRate  float64
 	SetupBurst int
+	// TestPorts is the range test ports are drawn from at random; zero:
+	// DefaultTestPorts.
+	TestPorts PortRange
+	// MaxConnsPerSource caps one source's Test Connections, pending and
+	// running; 0: DefaultMaxConnsPerSource. SourcePrefix6 is the IPv6
+	// prefix length a source is counted by; 0: DefaultSourcePrefix6.
+	MaxConnsPerSource int
+	SourcePrefix6     int
 	// ShutdownGrace bounds how long Serve waits, once stopped, for the
 	// running tests to finish their stop handshake; 0: DefaultShutdownGrace.
 	ShutdownGrace time.Duration
@@ -108,7 +117,11 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 	if s.adm.maxConns <= 0 {
 		s.adm.maxConns = MaxConnsPerServer
 	}
-	s.pending = newPendingSet(MaxPendingPerSource)
+	s.pending = newPendingSet(o.SourcePrefix6, o.MaxConnsPerSource)
+	s.ports = o.TestPorts
+	if s.ports.Lo == 0 {
+		s.ports = DefaultTestPorts()
+	}
 	if len(o.Sockets) > 0 {
 		s.ctl = append(s.ctl, o.Sockets...)
 		return s, nil
@@ -181,6 +194,9 @@ func (s *Server) Addrs() []netip.AddrPort {
 	}
 	return out
 }
+
+// TestPorts returns the range test ports are drawn from.
+func (s *Server) TestPorts() PortRange { return s.ports }
 
 // Active returns the Test Connections running and the bandwidth reserved
 // per direction (Mbps).

@@ -32,8 +32,10 @@ type serverConn struct {
 
 	// Under Server.mu: shutdown closed the socket before its Data Phase
 	// started; a newer Setup evicted it while it awaited activation; its
-	// reservation has been returned.
-	closed, evicted, released bool
+	// reservation has been returned; it was activated (its source counts
+	// it as running); its Data Phase saw the peer receive (its source is
+	// trusted).
+	closed, evicted, released, started, validated bool
 }
 
 // runConn waits for the Test Activation on the new socket, then runs the
@@ -48,7 +50,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	defer func() {
 		sc.sock.Close()
 		s.mu.Lock()
-		s.pending.remove(sc)
+		now := time.Now()
+		if sc.started {
+			s.pending.ended(sc, sc.validated, now)
+		} else {
+			s.pending.remove(sc, now)
+		}
 		if !sc.released {
 			s.adm.release(sc.grant)
 			sc.released = true
@@ -88,8 +95,20 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	// The highest Sub-Interval rate, for the line that ends the test; the
 	// events come on the executor's thread, the line on this one.
 	var maxMbps atomic.Uint64 // math.Float64bits
+	validated := false        // read on the executor's thread only
 	onEvent := func(ev dataphase.Event) {
 		s.countEvent(&ev, core.LoadSender())
+		if !validated && core.Validated() {
+			// The peer showed it receives (dataphase/amplification.go):
+			// its source is trusted (pending.go).
+			validated = true
+			s.mu.Lock()
+			if !sc.validated {
+				sc.validated = true
+				s.pending.validated(sc)
+			}
+			s.mu.Unlock()
+		}
 		if ev.Kind == dataphase.EvSubInterval {
 			if r := l3Mbps(&ev.SubInt.Stats, hdr); r > math.Float64frombits(maxMbps.Load()) {
 				maxMbps.Store(math.Float64bits(r))
@@ -232,7 +251,8 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		s.mu.Lock()
 		gone := sc.evicted || sc.closed
 		if !gone {
-			s.pending.remove(sc)
+			s.pending.started(sc, time.Now())
+			sc.started = true
 			s.adm.activate(&sc.grant)
 		}
 		s.mu.Unlock()

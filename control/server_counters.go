@@ -43,6 +43,8 @@ const (
 	CountRefusalUnanswered // refusals not answered: the source is over its answer budget
 	CountPendingEvicted    // Test Connections awaiting activation evicted for newer Setups
 	CountActivationForeign // Test Activations dropped: not from the Setup's address
+	CountSourceRunningCap  // Setups refused (code 13): the source holds its cap of Test Connections
+	CountSourcePendingCap  // Setups refused (code 13): the source holds all the pending Test Connections it may
 
 	NumServerCounters // the number of ServerCounters, not one
 )
@@ -65,6 +67,8 @@ var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
 	CountRefusalUnanswered:  {Name: "setup_refusals_unanswered", Help: "Setup refusals not answered: their source was over its answer budget"},
 	CountPendingEvicted:     {Name: "pending_evicted", Help: "Test Connections awaiting activation evicted to make room for a newer Setup"},
 	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
+	CountSourceRunningCap:   {Name: "setup_source_cap", Help: "Setup Requests refused: their source held its cap of Test Connections, pending and running"},
+	CountSourcePendingCap:   {Name: "setup_source_pending_cap", Help: "Setup Requests refused: their source held all the Test Connections awaiting activation it may"},
 }
 
 // Info returns the counter's name and help text.
@@ -134,7 +138,16 @@ func (s *ServerCounters) end(loadSender bool, r dataphase.EndReason) {
 
 // countInvalid counts an invalid control PDU by what failed.
 func (s *Server) countInvalid(err error) {
-	switch dataphase.RejectionOf(err) {
+	s.countRejection(dataphase.RejectionOf(err))
+}
+
+// countInvalidField counts an invalid control PDU by the field at fault.
+func (s *Server) countInvalidField(field string) {
+	s.countRejection(dataphase.FieldRejection(field))
+}
+
+func (s *Server) countRejection(r dataphase.Rejection) {
+	switch r {
 	case dataphase.RejectSize:
 		s.Counters.Add(CountInvalidSize)
 	case dataphase.RejectChecksum:

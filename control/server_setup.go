@@ -18,21 +18,31 @@ import (
 // answers it. to is the address it was sent to when the control socket is
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
+// errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
+var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
 	var req SetupPDU
-	err := req.Decode(b)
-	if err == nil && req.CmdResponse == SetupAccepted {
-		// OB-UDPST echoes a request's non-zero cmdResponse as the
-		// answer; "accepted" with no test port would be a lie.
-		err = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+	field := setupFault(b)
+	if field == "" {
+		req.Decode(b) // cannot fail: setupFault found nothing
+		if req.CmdResponse == SetupAccepted {
+			// OB-UDPST echoes a request's non-zero cmdResponse as the
+			// answer; "accepted" with no test port would be a lie.
+			field = "cmdResponse"
+		}
 	}
-	if err != nil {
-		// Dropped without an answer, as OB-UDPST does.
+	if field != "" {
+		// Dropped without an answer, as OB-UDPST does. A flood of junk
+		// ends here at no allocation: the error is built, and the log
+		// record, only when it is written.
 		s.Counters.Add(CountSetupInvalid)
-		s.countInvalid(err)
-		// A flood of junk ends here: build the log record only when it is
-		// written (its arguments alone would allocate per datagram).
+		s.countInvalidField(field)
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			err := req.Decode(b)
+			if err == nil {
+				err = errACKOK
+			}
 			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
 		}
 		return
@@ -161,19 +171,22 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 // new Test Connection, already counted as pending, or the refusal's code.
 func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth uint16) (*serverConn, uint8) {
 	src := from.Addr()
+	now := time.Now()
 	s.mu.Lock()
-	full := s.pending.sourceFull(src) // the cheap refusal, before a socket is opened
+	why := s.pending.admit(src, now) // the cheap refusal, before a socket is opened
 	s.mu.Unlock()
-	if full {
+	if why != capOK {
+		s.refuseBySource(from, why, now)
 		return nil, SetupConnFail
 	}
-	sock, err := s.net.ListenUDP(netip.AddrPortFrom(local, 0),
-		SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == dataphase.FamilyV6, SockBuf: s.cfg.SockBuf})
+	sock, err := listenRandom(func(port uint16) (Socket, error) {
+		return s.net.ListenUDP(netip.AddrPortFrom(local, port),
+			SocketOptions{Family: s.cfg.Family, V6Only: s.cfg.Family == dataphase.FamilyV6, SockBuf: s.cfg.SockBuf})
+	}, s.ports)
 	if err != nil {
 		s.log.Error("cannot open a test socket", "err", err)
 		return nil, SetupConnFail
 	}
-	now := time.Now()
 	var evicted []*serverConn
 	defer func() {
 		for _, v := range evicted {
@@ -182,20 +195,22 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pending.sourceFull(src) {
+	if s.pending.hardFull(src) {
+		// Another control socket's Setup from the same source took
+		// the last place meanwhile.
 		sock.Close()
 		return nil, SetupConnFail
 	}
 	g, code := s.adm.reserve(maxBandwidth)
 	for code == SetupConnFail || code == SetupCapExceeded {
 		// Every slot, or the bandwidth, is reserved: evict a pending
-		// Test Connection of a heavier source, if there is one (running
-		// ones count as none's: checkBandwidth judged those).
+		// Test Connection of an unproven source, if one may go
+		// (running ones count as none's: checkBandwidth judged those).
 		v := s.pending.victim(src, now)
 		if v == nil {
 			break
 		}
-		evicted = append(evicted, s.evictLocked(v))
+		evicted = append(evicted, s.evictLocked(v, now))
 		g, code = s.adm.reserve(maxBandwidth)
 	}
 	if code != SetupNone {
@@ -211,11 +226,28 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 	return sc, SetupNone
 }
 
+// refuseBySource counts and logs (once an episode) a Setup its source's
+// caps refuse.
+func (s *Server) refuseBySource(from netip.AddrPort, why int, now time.Time) {
+	if why == capRunning {
+		s.Counters.Add(CountSourceRunningCap)
+		if s.eps.note(epSourceRunningCap, from.Addr(), now) {
+			s.log.Warn("setup request refused: the source holds its share of test connections", "from", from,
+				"max_per_source", s.pending.runCap)
+		}
+		return
+	}
+	s.Counters.Add(CountSourcePendingCap)
+	if s.eps.note(epSourcePendingCap, from.Addr(), now) {
+		s.log.Warn("setup request refused: the source holds its share of test connections awaiting activation", "from", from)
+	}
+}
+
 // evictLocked takes a pending Test Connection out to make room: its
 // reservation is returned now, its socket closed by the caller once s.mu
 // is released. s.mu is held.
-func (s *Server) evictLocked(v *serverConn) *serverConn {
-	s.pending.remove(v)
+func (s *Server) evictLocked(v *serverConn, now time.Time) *serverConn {
+	s.pending.remove(v, now)
 	v.evicted = true
 	s.adm.release(v.grant)
 	v.released = true

@@ -127,16 +127,43 @@ func (p *SetupPDU) Decode(b []byte) error {
 // identifier and its optional checksum, which always covers the whole PDU
 // and sits in its last two bytes.
 func checkPDU(b []byte, pdu string, id uint16, length int) error {
-	if len(b) != length {
+	switch pduFault(b, id, length) {
+	case "":
+		return nil
+	case "length":
 		return &dataphase.PDUError{PDU: pdu, Field: "length", Reason: fmt.Sprintf("got %d bytes, want %d", len(b), length)}
-	}
-	if binary.BigEndian.Uint16(b) != id {
+	case "pduId":
 		return &dataphase.PDUError{PDU: pdu, Field: "pduId", Reason: "unexpected identifier"}
 	}
-	if binary.BigEndian.Uint16(b[len(b)-2:]) != 0 && !dataphase.ChecksumValid(b) {
-		return &dataphase.PDUError{PDU: pdu, Field: "checkSum", Reason: "does not verify"}
+	return &dataphase.PDUError{PDU: pdu, Field: "checkSum", Reason: "does not verify"}
+}
+
+// pduFault is checkPDU's judgement without an error value: the field at
+// fault ("length", "pduId", "checkSum"), or "" when b passes. A server
+// judges a flood of junk by it, at no allocation, and builds the error
+// only to log it.
+func pduFault(b []byte, id uint16, length int) string {
+	switch {
+	case len(b) != length:
+		return "length"
+	case binary.BigEndian.Uint16(b) != id:
+		return "pduId"
+	case binary.BigEndian.Uint16(b[len(b)-2:]) != 0 && !dataphase.ChecksumValid(b):
+		return "checkSum"
 	}
-	return nil
+	return ""
+}
+
+// setupFault is the field at fault in a datagram that is no well-formed
+// Setup PDU, as Decode would find it, or "" (see pduFault).
+func setupFault(b []byte) string {
+	if f := pduFault(b, SetupPDUID, SetupLen); f != "" {
+		return f
+	}
+	if c := b[8]; c != SetupCmdRequest && c != SetupCmdResponse {
+		return "cmdRequest"
+	}
+	return ""
 }
 
 // SealControlChecksum stores the optional checksum of a control PDU in its

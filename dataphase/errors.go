@@ -33,8 +33,12 @@ func (r Rejection) String() string {
 }
 
 // Rejection classes the error by the field that failed.
-func (e *PDUError) Rejection() Rejection {
-	switch e.Field {
+func (e *PDUError) Rejection() Rejection { return FieldRejection(e.Field) }
+
+// FieldRejection classes a fault by the field that failed, as PDUError's
+// Field names it.
+func FieldRejection(field string) Rejection {
+	switch field {
 	case "length":
 		return RejectSize
 	case "checkSum":

@@ -130,8 +130,11 @@ type SubIntervalResult struct {
 	// bytes they added. The Load Receiver counts them; an upstream client
 	// (the Load Sender) estimates them from what it sent (FragEstimated).
 	// Zero without Params.PathMTU or when no datagram was fragmented.
-	ExtraPackets  uint32
-	ExtraIPBytes  uint64
+	ExtraPackets uint32
+	ExtraIPBytes uint64
+	// Fine is the Sub-Interval's delay variation to the µs (ours; the
+	// Load Receiver's only, finedelay.go).
+	Fine          FineDelays
 	FragEstimated bool
 
 	Wall int64 // wall clock (ns) when the result was produced

@@ -48,11 +48,13 @@ type subCounters struct {
 	rttMin, rttMax uint32
 	ce             uint32
 	frag           fragCounts // IP fragmentation of the datagrams (frag.go)
+	fine           FineDelays // ours, to the µs (finedelay.go)
 }
 
 func (s *subCounters) reset() {
 	*s = subCounters{rttMin: NoDelay}
 	s.owd.reset()
+	s.fine.reset()
 }
 
 // receiver is the Load Receiver side of a Test Connection.
@@ -87,6 +89,8 @@ type receiver struct {
 
 	// frag is the path's fragmentation arithmetic (frag.go).
 	frag fragPlan
+	// fineClk holds the minima of the µs figures (finedelay.go).
+	fineClk fineClock
 
 	exp *Export // -O, nil without (export.go)
 }
@@ -168,6 +172,7 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 			rtt = raw
 		}
 		rtt32 := sat32(rtt)
+		r.sub.fine.RTTVar.add(r.fineClk.rtt(rxWall-echo, d))
 		remoteSeqErr = h.SpduSeqErr
 		if rtt32 < r.rttMinimum {
 			r.rttMinimum = rtt32
@@ -187,7 +192,9 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 	}
 
 	// One-way delay variation against the running minimum.
-	delta := roundMs(rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec))
+	deltaNs := rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec)
+	r.sub.fine.OWDVar.add(r.fineClk.owd(deltaNs))
+	delta := roundMs(deltaNs)
 	d32 := wrapInt32(delta)
 	if !r.clockDeltaSet {
 		r.clockDeltaMin, r.clockDeltaSet = d32, true
@@ -334,6 +341,7 @@ func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) (Sub
 		Bleached:      r.bleach,
 		ExtraPackets:  r.sub.frag.pkts,
 		ExtraIPBytes:  r.sub.frag.bytes,
+		Fine:          r.sub.fine,
 		Wall:          nowWall,
 	}
 	r.rttSum, r.rttCnt = 0, 0

@@ -74,7 +74,7 @@ func (s *Socket) sendRetry(send func() error) error {
 				// little (only Close ends it early) instead of spinning.
 				events, d = 0, min(d, controlRefusedWait)
 			}
-			if closed, perr := pollFd(s.sys.fd, s.sys.cancelFd, events, d); perr != nil {
+			if closed, perr := s.pollFd(events, d); perr != nil {
 				return perr
 			} else if closed {
 				return net.ErrClosed
@@ -85,20 +85,30 @@ func (s *Socket) sendRetry(send func() error) error {
 	}
 }
 
-// pollFd waits up to d (negative: no limit) for events on fd or for
-// cancelFd, the Socket's close signal. The caller holds mu shared.
-func pollFd(fd, cancelFd int, events int16, d time.Duration) (closed bool, err error) {
+// pollFd waits up to d (negative: no limit) for events on the socket or for
+// Close. The caller holds mu shared.
+func (s *Socket) pollFd(events int16, d time.Duration) (closed bool, err error) {
+	x := &s.sys
+	if x.cancelFd < 0 && (d < 0 || d > noCancelSlice) {
+		// No close signal yet (a socket no executor took): wait in short
+		// slices, so that Close, which waits for mu, is not held long.
+		d = noCancelSlice
+	}
 	var ts *unix.Timespec
 	if d >= 0 {
 		t := unix.NsecToTimespec(int64(d))
 		ts = &t
 	}
-	p := [2]unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(cancelFd), Events: unix.POLLIN}}
+	p := [2]unix.PollFd{{Fd: int32(x.fd), Events: events}, {Fd: int32(x.cancelFd), Events: unix.POLLIN}}
 	if _, err := unix.Ppoll(p[:], ts, nil); err != nil && err != unix.EINTR {
 		return false, os.NewSyscallError("ppoll", err)
 	}
-	return p[1].Revents != 0, nil
+	return p[1].Revents != 0 || s.closed.Load(), nil
 }
+
+// noCancelSlice bounds a control-phase send's wait on a socket without a
+// close signal.
+const noCancelSlice = 20 * time.Millisecond
 
 func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
 	var (
@@ -134,6 +144,8 @@ func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error 
 	switch {
 	case err == nil:
 		return nil
+	case s.closed.Load():
+		return net.ErrClosed // Close ended the wait with a past deadline
 	case isPathError(err):
 		s.countPath(pathClassOf(err.(unix.Errno)))
 		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
@@ -159,11 +171,8 @@ func retryEINTR(fd int, read func(fd int) error) error {
 // waitRead runs read through the runtime's netpoller, waiting until
 // deadline. The caller holds mu shared.
 func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
-	f, err := s.netpollerFile()
+	f, err := s.netpollerFile(deadline)
 	if err != nil {
-		return err
-	}
-	if err := f.SetReadDeadline(deadline); err != nil {
 		return err
 	}
 	rc, err := f.SyscallConn()
@@ -180,38 +189,64 @@ func (s *Socket) waitRead(deadline time.Time, read func(fd int) error) error {
 	return rerr
 }
 
-// netpollerFile returns the socket's duplicate in the netpoller, making it
-// at the first wait.
-func (s *Socket) netpollerFile() (*os.File, error) {
+// netpollerFile returns the socket's descriptor in the netpoller, making
+// it at the first wait, with its read deadline set. The deadline is set
+// under waitMu after closed is checked, so a Close that came first is
+// seen and one that comes later overrides it with its past deadline.
+func (s *Socket) netpollerFile(deadline time.Time) (*os.File, error) {
 	x := &s.sys
 	x.waitMu.Lock()
 	defer x.waitMu.Unlock()
 	if s.closed.Load() {
 		return nil, net.ErrClosed
 	}
-	if x.waitFile != nil {
-		return x.waitFile, nil
+	if x.waitFile == nil {
+		// fd is O_NONBLOCK, so os.NewFile registers it with the
+		// netpoller; the File owns fd from now on (close).
+		x.waitFile = os.NewFile(uintptr(x.fd), "udp "+s.laddr.String())
 	}
-	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	if err := x.waitFile.SetReadDeadline(deadline); err != nil {
+		return nil, err
 	}
-	// The duplicate shares the open file description, O_NONBLOCK
-	// included, so os.NewFile registers it with the netpoller.
-	x.waitFile = os.NewFile(uintptr(dup), "udp "+s.laddr.String())
 	return x.waitFile, nil
 }
 
-// leaveNetpoller drops the socket's duplicate from the netpoller, ending a
-// wait on it. An executor calls it when it takes the socket: from then on
-// its own epoll set watches the socket, and the runtime must not wake for
-// every datagram of the Data Phase.
+// leaveNetpoller readies the socket for an executor, which calls it when
+// it takes the socket: it makes the close signal the executor's wait
+// watches, and takes fd out of the netpoller (its own epoll set or ppoll
+// watches the socket from then on, and the runtime must not wake for
+// every datagram of the Data Phase). fd moves to a duplicate, with mu held
+// exclusively so no one uses the old number meanwhile, and the netpoller's
+// File, which owns the old number, is closed.
 func (s *Socket) leaveNetpoller() {
 	x := &s.sys
 	x.waitMu.Lock()
-	defer x.waitMu.Unlock()
 	if x.waitFile != nil {
-		x.waitFile.Close()
-		x.waitFile = nil
+		_ = x.waitFile.SetReadDeadline(pastDeadline) // a RecvFrom still waiting lets go of mu
 	}
+	x.waitMu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.waitMu.Lock()
+	defer x.waitMu.Unlock()
+	if x.fd < 0 {
+		return
+	}
+	if x.cancelFd < 0 {
+		// Without it, an executor's wait ends at its next deadline rather
+		// than at Close; only a process out of descriptors gets here.
+		if cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+			x.cancelFd = cfd
+		}
+	}
+	if x.waitFile == nil {
+		return
+	}
+	dup, err := unix.FcntlInt(uintptr(x.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return // fd stays in the netpoller: only spurious wake-ups
+	}
+	old := x.waitFile
+	x.fd, x.waitFile = dup, nil
+	old.Close()
 }

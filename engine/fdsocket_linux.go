@@ -51,9 +51,7 @@ func SocketFromFD(fd int) (*Socket, error) {
 		return fail(os.NewSyscallError("setsockopt SO_TIMESTAMPNS", err))
 	}
 	s := &Socket{laddr: laddr, v6: dom == unix.AF_INET6}
-	if err := s.adopt(fd, SocketOptions{}); err != nil {
-		return fail(err)
-	}
+	s.adopt(fd, SocketOptions{})
 	return s, nil
 }
 

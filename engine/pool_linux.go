@@ -88,7 +88,6 @@ func (c *PoolConn) Stats() ConnStats {
 // block, since every Test Connection of the thread waits while it runs.
 // The caller keeps owning sock: close it after Done.
 func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
-	sock.leaveNetpoller() // the Engine Thread's epoll set watches it from now on
 	if sock.OnGSODisabled == nil {
 		log := p.opts.Log
 		sock.OnGSODisabled = func(msg string) { log.Warn(msg) }
@@ -111,6 +110,7 @@ func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *Pool
 }
 
 func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
+	sock.leaveNetpoller() // the Engine Thread's epoll set watches it from now on, with its close signal
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}

@@ -161,6 +161,13 @@ func (s *Socket) SetTOS(tos uint8, ipv4Peer bool) error { return s.setTOS(tos, i
 // for IPv6 peers. Off Linux it does nothing: TOS is not received there.
 func (s *Socket) EnableRecvTOS(ipv4Peer bool) error { return s.enableRecvTOS(ipv4Peer) }
 
+// SetRecvErr turns IP_RECVERR (and on an AF_INET6 socket IPV6_RECVERR) on
+// or off. With it on, an unconnected socket too reports an ICMP error for
+// a datagram it sent on its next receive: a client's Setup Request to a
+// port where nothing listens gets ECONNREFUSED at once. Turning it off
+// empties the error queue it filled. Off Linux it does nothing.
+func (s *Socket) SetRecvErr(on bool) error { return s.setRecvErr(on) }
+
 // SendBatch sends b.Dgrams[0:b.N] to the connected peer: datagram i is
 // b.Slot(i) followed by Len-HdrLen filler bytes (zeros, or pseudo-random
 // bytes when b.RandomFill is set). It returns how many datagrams the kernel

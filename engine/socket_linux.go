@@ -22,17 +22,22 @@ type sysSocket struct {
 	mu sync.RWMutex
 	fd int
 	// cancelFd is an eventfd that Close makes readable before it takes mu,
-	// so that a RecvFrom or executor wait blocked in ppoll returns and lets
+	// so that an executor wait blocked in ppoll or epoll returns and lets
 	// go of mu (the rwcancel pattern of wireguard-go, with an eventfd
-	// instead of a pipe).
+	// instead of a pipe). It is made when an executor takes the socket
+	// (leaveNetpoller), -1 before: a server's test socket awaiting its Test
+	// Activation costs one descriptor, not two (docs/security.md). It is
+	// written with both mu and waitMu held.
 	cancelFd int
 
-	// waitMu guards waitFile, a duplicate of fd in the Go runtime's
-	// netpoller: the control phase waits on it (RecvFrom), so a socket
-	// awaiting its Test Activation parks a goroutine, never an OS thread
-	// (a blocking ppoll would hold one each: 262 threads under a Setup
-	// flood). It is made at the first wait and dropped when an executor
-	// takes the socket, whose epoll set then owns its readiness.
+	// waitMu guards waitFile, fd itself in the Go runtime's netpoller
+	// (os.NewFile, no duplicate): the control phase waits on it
+	// (RecvFrom), so a socket awaiting its Test Activation parks a
+	// goroutine, never an OS thread (a blocking ppoll would hold one each:
+	// 262 threads under a Setup flood). It is made at the first wait and
+	// owns fd while it exists: when an executor takes the socket, fd moves
+	// to a duplicate and waitFile is closed, so the runtime does not wake
+	// for every datagram of the Data Phase.
 	waitMu   sync.Mutex
 	waitFile *os.File
 
@@ -151,18 +156,15 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	} else {
 		s.laddr = p.addr
 	}
-	if err := s.adopt(fd, o); err != nil {
-		return fail("eventfd for", err)
-	}
+	s.adopt(fd, o)
 	return nil
 }
 
 // adopt finishes a Socket on fd, an open and bound UDP socket with receive
 // timestamps on, for OpenUDP and SocketFromFD alike: the buffer sizes
 // granted, the GSO probe (unless o.NoGSO), UDP GRO (if o.GRO), the close
-// signal and the random filler. It fails only if the close signal's
-// eventfd cannot be made; the caller then closes fd.
-func (s *Socket) adopt(fd int, o SocketOptions) error {
+// filler. The close signal is made later, by the executor that takes it.
+func (s *Socket) adopt(fd int, o SocketOptions) {
 	x := &s.sys
 	s.granted[0], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	s.granted[1], _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
@@ -173,13 +175,8 @@ func (s *Socket) adopt(fd int, o SocketOptions) error {
 		s.gso.Store(true)
 	}
 	s.enableGRO(fd, o)
-	cfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return os.NewSyscallError("eventfd", err)
-	}
-	x.fd, x.cancelFd = fd, cfd
+	x.fd, x.cancelFd = fd, -1
 	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
-	return nil
 }
 
 func (s *Socket) fd() int {
@@ -189,16 +186,38 @@ func (s *Socket) fd() int {
 	return x.fd
 }
 
+// pastDeadline ends a netpoller wait at once.
+var pastDeadline = time.Unix(1, 0)
+
 func (s *Socket) close() error {
 	x := &s.sys
-	one := [8]byte{1}
-	_, _ = unix.Write(x.cancelFd, one[:])
-	s.leaveNetpoller() // ends a RecvFrom waiting there, so mu can be taken
+	// Wake the waits that hold mu shared: an executor's (cancelFd), a
+	// RecvFrom's in the netpoller (a deadline in the past; closed is set
+	// already, so no new wait starts, see netpollerFile).
+	x.waitMu.Lock()
+	if x.cancelFd >= 0 {
+		one := [8]byte{1}
+		_, _ = unix.Write(x.cancelFd, one[:])
+	}
+	if x.waitFile != nil {
+		_ = x.waitFile.SetReadDeadline(pastDeadline)
+	}
+	x.waitMu.Unlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	err := unix.Close(x.fd)
-	unix.Close(x.cancelFd)
+	x.waitMu.Lock()
+	var err error
+	if x.waitFile != nil {
+		err = x.waitFile.Close() // it owns fd
+		x.waitFile = nil
+	} else {
+		err = unix.Close(x.fd)
+	}
+	if x.cancelFd >= 0 {
+		unix.Close(x.cancelFd)
+	}
 	x.fd, x.cancelFd = -1, -1
+	x.waitMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("close %v: %w", s.laddr, os.NewSyscallError("close", err))
 	}
@@ -312,6 +331,30 @@ func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
 	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
 	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
 	return s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, "IP_RECVTOS", unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS", 1)
+}
+
+func (s *Socket) setRecvErr(on bool) error {
+	x := &s.sys
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	v := 0
+	if on {
+		v = 1
+	}
+	// IPv4 datagrams of an AF_INET6 socket (to a mapped peer) report
+	// through the IPv4 state, which IP_RECVERR sets on it too.
+	if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IP, unix.IP_RECVERR, v); err != nil {
+		return fmt.Errorf("IP_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
+	}
+	if s.v6 {
+		if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IPV6, unix.IPV6_RECVERR, v); err != nil {
+			return fmt.Errorf("IPV6_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
+		}
+	}
+	return nil
 }
 
 // setTOSOption sets a traffic class option to v: for packets to an IPv4

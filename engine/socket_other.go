@@ -173,6 +173,8 @@ func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
 // net.UDPConn does not give without x/net.
 func (s *Socket) enableRecvTOS(bool) error { return nil }
 
+func (s *Socket) setRecvErr(bool) error { return nil }
+
 // clearError does nothing: the socket is never connected, so no ICMP
 // error is left pending on it.
 func (s *Socket) clearError() {}

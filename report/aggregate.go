@@ -21,6 +21,11 @@ type aggregate struct {
 	rttMinimum    uint32
 	bleached      bool
 	skips         skipFigures
+	// send is the sum of the connections' sending rates (nominal L3
+	// Mbit/s of their rows), sendUnknown whether one of them did not
+	// know its row: the rates StillRising reads.
+	send        float64
+	sendUnknown bool
 }
 
 func (a *aggregate) reset() {
@@ -28,6 +33,7 @@ func (a *aggregate) reset() {
 	a.rec = emptyRecord()
 	a.l3, a.l2, a.l1, a.l0 = 0, 0, 0, 0
 	a.skips = skipFigures{}
+	a.send, a.sendUnknown = 0, false
 }
 
 func (a *aggregate) add(r *dataphase.SubIntervalResult, rec *record, l3 float64, ipv6 bool) {
@@ -49,6 +55,20 @@ func (a *aggregate) add(r *dataphase.SubIntervalResult, rec *record, l3 float64,
 	a.rec.merge(rec)
 	a.bleached = a.bleached || r.Bleached
 	a.skips.add(r)
+	if r.SendRateSet {
+		a.send += r.SendRate.L3Mbps(ipv6)
+	} else {
+		a.sendUnknown = true
+	}
+}
+
+// climbSample is the pending aggregate Sub-Interval as StillRising reads it.
+func (a *aggregate) climbSample() ClimbSample {
+	s := ClimbSample{Capacity: a.l3, SeqErrors: a.rec.loss + a.rec.ooo}
+	if !a.sendUnknown {
+		s.SendRate = a.send
+	}
+	return s
 }
 
 // summaryAcc accumulates the aggregate Sub-Intervals of one mode (5.3).
@@ -131,8 +151,14 @@ func (c *Collector) emit(wall int64) {
 	if !c.opt.NoSubInt {
 		if c.text() {
 			c.write(subIntervalLine(c.prefix(0), n, &a.rec, a.l3, c.opt.LossRatio, c.ceOn(), intfText(c.intfOn(), intf)))
+			if a.rec.fine.Any() {
+				c.write(fineLine(c.prefix(0), n, &a.rec.fine))
+			}
 		}
 		c.res.intervals = append(c.res.intervals, res)
+		if a.rec.fine.Any() {
+			c.res.fine = append(c.res.fine, fineInterval{Interval: n, F: a.rec.fine})
+		}
 	}
 	if c.opt.OnInterval != nil {
 		c.opt.OnInterval(newInterval(-1, n, &a.rec, s, res))
@@ -147,6 +173,7 @@ func (c *Collector) emit(wall int64) {
 		}
 	}
 	c.sums[m].add(&a.rec, s, a.l3, intf)
+	c.climb[m] = append(c.climb[m], a.climbSample())
 	a.reset()
 }
 
@@ -220,5 +247,14 @@ func (c *Collector) conclude() {
 			Q: mx.rec.quality(s), Capacity: mx.l3, Intf: mx.intf, L2: mx.l2, L1: mx.l1, L0: mx.l0,
 			MinOneway: (float64(a.clockDeltaMin) + float64(s.dvMin)) / 1000,
 		})
+	}
+	// A search still climbing at the end (rising.go): the last mode's
+	// Maximum is bound by the test's length. A fixed rate (-I row) never
+	// climbs.
+	if info.auto() || info.SRStart {
+		r.stillRising = StillRising(c.climb[modes-1])
+	}
+	if r.stillRising && c.text() {
+		c.write(pre + StillRisingNote + "\n")
 	}
 }

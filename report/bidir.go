@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // Bidirectional is a --bidirectional test: an upstream and a downstream
@@ -66,6 +68,7 @@ type phase struct {
 	first, last int // aggregate Sub-Intervals, from 1
 	sum         summaryResult
 	max         *maxResult
+	fine        dataphase.FineDelays // ours, to the µs (fine.go)
 }
 
 // halfPhases is what a half measured in the two phases; nil where it has
@@ -96,6 +99,7 @@ func (c *Collector) phases() halfPhases {
 	for i := range r.summary {
 		s := r.summary[i]
 		p := &phase{first: first, last: first + s.Intervals - 1, sum: s}
+		p.fine = r.fineOver(p.first, p.last)
 		first = p.last + 1
 		if i < len(r.max) {
 			p.max = &r.max[i]
@@ -164,6 +168,9 @@ func (p *phase) add(o *jobj) {
 	o.num("PDVMin", q.PDVMin, precDelay)
 	o.num("PDVAvg", q.PDVAvg, precDelay)
 	o.num("PDVMax", q.PDVMax, precDelay)
+	if p.fine.Any() {
+		addFine(o.obj("Fine"), &p.fine)
+	}
 }
 
 // WriteText writes the latency-under-load lines that follow the halves'
@@ -175,6 +182,8 @@ func (b *Bidirectional) WriteText(w io.Writer) error {
 	s.WriteString("Latency under load, delay variation above the minimum (avg/max): Idle = both directions at their starting row (rate adjustment suppressed), Loaded = both directions searching\n")
 	s.WriteString(up.line("Upstream", "Downstream", &down))
 	s.WriteString(down.line("Downstream", "Upstream", &up))
+	s.WriteString(up.fineLine("Upstream"))
+	s.WriteString(down.fineLine("Downstream"))
 	_, err := io.WriteString(w, s.String())
 	return err
 }
@@ -192,4 +201,17 @@ func (h *halfPhases) line(dir, otherDir string, other *halfPhases) string {
 		dir, h.idle.first, h.idle.last, 1000*i.RTTAvg, 1000*i.RTTMax, h.loaded.first, h.loaded.last, 1000*l.RTTAvg, 1000*l.RTTMax,
 		1000*(l.RTTAvg-i.RTTAvg), 1000*i.PDVAvg, 1000*i.PDVMax, 1000*l.PDVAvg, 1000*l.PDVMax, 1000*(l.PDVAvg-i.PDVAvg),
 		h.idle.sum.Capacity, h.loaded.sum.Capacity, otherDir, other.loadedIntervals())
+}
+
+// fineLine is our line of a half's latency under load to the µs, where
+// the half measured it (the Load Receiver: the downstream half), else "".
+func (h *halfPhases) fineLine(dir string) string {
+	if h.idle == nil || h.loaded == nil || !h.idle.fine.Any() || !h.loaded.fine.Any() {
+		return ""
+	}
+	ir, lr := h.idle.fine.RTTVar.Ms(), h.loaded.fine.RTTVar.Ms()
+	io, lo := h.idle.fine.OWDVar.Ms(), h.loaded.fine.OWDVar.Ms()
+	return fmt.Sprintf("%s Latency Under Load to the microsecond RTTVar(ms): Idle %.3f/%.3f, Loaded %.3f/%.3f (%+.3f); "+
+		"OWDVar(ms): Idle %.3f/%.3f, Loaded %.3f/%.3f (%+.3f)\n",
+		dir, ir[1], ir[2], lr[1], lr[2], lr[1]-ir[1], io[1], io[2], lo[1], lo[2], lo[1]-io[1])
 }

@@ -33,6 +33,7 @@ type Collector struct {
 	intfMbps float64 // the local interface's last rate (-E)
 	sums     [2]summaryAcc
 	maxes    [2]maxAcc
+	climb    [2][]ClimbSample // each mode's aggregate Sub-Intervals, for StillRising
 }
 
 // New returns a Collector writing to w (standard output for the client).
@@ -326,6 +327,16 @@ func (c *Collector) Finish() error {
 		c.write(string(c.document(c.opt.Format)) + "\n")
 	}
 	return c.werr
+}
+
+// StillRising reports (after Finish) whether the search was still rising
+// at the end of the test (see StillRising): the Maximum may then be bound
+// by the test's length. The text report has said so already; an observer
+// (--json-stream) may say so too.
+func (c *Collector) StillRising() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.res.stillRising
 }
 
 // Document renders the JSON document (after Finish) in the JSON format f,

@@ -218,7 +218,7 @@ func TestGoldenJSONFromCaptures(t *testing.T) {
 				skip["RTTAvg"] = true
 			}
 			compared := 0
-			walk(t, sc.Name, c.res.document(FormatJSONFormatted), doc, func(p, key string, o, g jval) {
+			walk(t, sc.Name, withoutExtension(t, c.res.document(FormatJSONFormatted)), doc, func(p, key string, o, g jval) {
 				if skip[key] {
 					return
 				}

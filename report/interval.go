@@ -25,6 +25,9 @@ type Interval struct {
 	DelayVar, RTTVar [3]uint32
 	// Active is the number of active Test Connections at the time.
 	Active int
+	// Fine are the delay variations to the µs (ours, fine.go); no
+	// samples where this end is not the Load Receiver.
+	Fine dataphase.FineDelays
 
 	res intervalResult
 }
@@ -36,6 +39,7 @@ func newInterval(conn, n int, rec *record, s shown, res intervalResult) Interval
 		DelayVar: [3]uint32{s.dvMin, s.dvAvg, s.dvMax},
 		RTTVar:   [3]uint32{s.rttMin, s.rttAvg, s.rttMax},
 		Active:   res.Active,
+		Fine:     rec.fine,
 		res:      res,
 	}
 }

@@ -32,7 +32,7 @@ func (r *results) document(f Format) *jobj {
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
 	top.str("ErrorMessage2", r.msg2)
-	if r.skips.any() || r.connsShown() {
+	if r.skips.any() || r.connsShown() || len(r.fine) > 0 || r.stillRising {
 		top.add(ExtensionKey, r.extension())
 	}
 	return top
@@ -258,7 +258,8 @@ func (v *maxResult) object() *jobj {
 // extension holds our own figures. When the Load Sender skipped: Bursts it
 // skipped because they fell too far behind, the datagrams those Bursts
 // held, datagrams the kernel refused (withheld), and the plan they are
-// measured against. Then the per-connection figures (conns.go).
+// measured against. Then the per-connection figures (conns.go), then
+// SearchStillRising (1) when the search was still rising at the end.
 func (r *results) extension() *jobj {
 	o := &jobj{}
 	if r.skips.any() {
@@ -278,6 +279,14 @@ func (r *results) extension() *jobj {
 	}
 	if r.connsShown() {
 		o.add("Connections", r.connsArray())
+	}
+	if len(r.fine) > 0 {
+		o.add("Delays", r.fineArray())
+	}
+	if r.stillRising {
+		// The search was still rising at the end (rising.go): the
+		// Maximum may be bound by the test's length.
+		o.flag("SearchStillRising", true)
 	}
 	return o
 }

@@ -291,8 +291,11 @@ type results struct {
 	msg, msg2 string
 	skips     skipFigures
 	skipList  []skipInterval
+	fine      []fineInterval // ours, to the µs (fine.go)
 	// conns are the per-connection figures (conns.go), by 0-based
 	// connection index; rows indexes the Sending Rate Table to name rows.
 	conns map[int]*connSeries
 	rows  map[dataphase.SendingRate]int
+	// stillRising: the search was still rising at the end (rising.go).
+	stillRising bool
 }

@@ -27,6 +27,8 @@ type record struct {
 	// definition.
 	extraPkts  uint32
 	extraBytes uint64
+	// fine is ours: the delay variations to the µs (fine.go).
+	fine dataphase.FineDelays
 }
 
 // emptyRecord is a record before any merge: minima at NODEL.
@@ -41,6 +43,7 @@ func recordOf(r *dataphase.SubIntervalResult) record {
 		rttMin: s.RTTVarMin, rttMax: s.RTTVarMax, accum: s.AccumTime,
 		ce: r.CECount, rttSum: r.RTTSum, rttCnt: r.RTTCnt,
 		extraPkts: r.ExtraPackets, extraBytes: r.ExtraIPBytes,
+		fine: r.Fine,
 	}
 }
 
@@ -63,6 +66,7 @@ func (a *record) merge(c *record) {
 	a.ce += c.ce
 	a.extraPkts += c.extraPkts
 	a.extraBytes += c.extraBytes
+	a.fine.Merge(&c.fine)
 	a.accum = c.accum // the last connection processed wins
 }
 

@@ -107,14 +107,18 @@ func (e *StreamEncoder) Connected(c StreamConn) {
 }
 
 // SubInterval writes a subinterval event: "Connection" (from 1; 0 for the
-// aggregate, the sum the report prints) and then exactly the keys of an
-// IncrementalResult entry.
+// aggregate, the sum the report prints), then exactly the keys of an
+// IncrementalResult entry, then where this end measured them our delay
+// variations to the µs under "udpstp" (fine.go).
 func (e *StreamEncoder) SubInterval(iv *Interval) {
 	o := &jobj{}
 	o.int("Connection", int64(iv.Conn+1))
 	entry := iv.res.object()
 	o.keys = append(o.keys, entry.keys...)
 	o.vals = append(o.vals, entry.vals...)
+	if iv.Fine.Any() {
+		addFine(o.obj(ExtensionKey), &iv.Fine)
+	}
 	e.event(StreamSubInterval, o)
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,25 @@ func TestStreamEncoder(t *testing.T) {
 	}
 	if lines[7] != `{"event":"end","data":`+strings.TrimSuffix(doc.String(), "\n")+"}" {
 		t.Errorf("end: %s", lines[7])
+	}
+}
+
+// TestStreamEventsDocumented: docs/json-stream.md's table of events has a
+// row for every event name, inside the table (a row after a blank line is
+// a paragraph of its own, not a row).
+func TestStreamEventsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/json-stream.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "| event | when | data |\n")
+	if !ok {
+		t.Fatal("docs/json-stream.md has no table of events")
+	}
+	table, _, _ := strings.Cut(rest, "\n\n")
+	for _, name := range []string{StreamStart, StreamConnected, StreamSubInterval, StreamWarning, StreamError, StreamEnd, StreamRunEnd} {
+		if !strings.Contains(table, "\n| `"+name+"` |") {
+			t.Errorf("event %q has no row in docs/json-stream.md's table", name)
+		}
 	}
 }

@@ -90,6 +90,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	srv, err := control.NewServerWith(*cfg, snet, log, control.ServerOptions{
 		Sockets:   socks,
 		SetupRate: float64(so.SetupRate), SetupBurst: SetupBurst(so.SetupRate),
+		TestPorts: so.TestPorts, MaxConnsPerSource: so.PerSource, SourcePrefix6: so.SourcePrefix6,
 	})
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
@@ -99,6 +100,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 		"listen", srv.Addrs(), "socket_activation", len(socks) > 0, "executor", base.describe(),
 		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
 		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "setup_rate_per_source", so.SetupRate,
+		"test_ports", srv.TestPorts().String(), "test_port_bits", fmt.Sprintf("%.1f", srv.TestPorts().Bits()),
 		"gso", !lo.NoGSO, "pid", os.Getpid())
 	if len(socks) > 0 && len(cfg.BindAddrs) > 0 {
 		log.Warn("control sockets passed by systemd are used; the bind addresses on the command line are ignored", "ignored", cfg.BindAddrs)

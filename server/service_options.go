@@ -27,6 +27,10 @@ type Options struct {
 
 	SetupRate int // --setup-rate: Setup Requests per second per source; 0 (the default): no limit
 
+	TestPorts     control.PortRange // --test-ports; zero: the kernel's ephemeral range
+	PerSource     int               // --max-conns-per-source; 0: control's default
+	SourcePrefix6 int               // --source-prefix6; 0: control's default
+
 	MetricsListen string // --metrics-listen: host:port of the Prometheus endpoint; "": none
 
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.

@@ -26,6 +26,9 @@ type permutedArgs struct {
 	// missing names an option that needs a value and came last. Go's
 	// flag package would take the "--" that tokens adds as its value.
 	missing string
+	// unknown is the first option that names no flag, as typed: Go's
+	// flag package would echo --bogus as -bogus.
+	unknown string
 }
 
 // tokens returns the arguments for cli: options, "--", positional ones.
@@ -77,6 +80,9 @@ func permute(in []string, flags []cli.Flag) permutedArgs {
 		case strings.HasPrefix(s, "--") || isLongName(s[1:], takes):
 			name, _, hasValue := strings.Cut(strings.TrimPrefix(s[1:], "-"), "=")
 			p.opts = append(p.opts, s)
+			if _, known := takes[name]; !known && p.unknown == "" {
+				p.unknown, _, _ = strings.Cut(s, "=")
+			}
 			switch {
 			case !takes[name] || hasValue:
 			case i+1 < len(in):
@@ -114,7 +120,10 @@ func (p *permutedArgs) bundle(in []string, i int, takes map[string]bool) int {
 		value, known := takes[name]
 		switch {
 		case !known:
-			p.opts = append(p.opts, "-"+name) // cli reports it
+			p.opts = append(p.opts, "-"+name)
+			if p.unknown == "" {
+				p.unknown = "-" + name
+			}
 		case !value && strings.HasPrefix(rest, "="):
 			p.opts = append(p.opts, "-"+name+rest) // -v=false, Go style
 			return i
@@ -155,6 +164,10 @@ func getoptCommand(cmd *cli.Command, newFlags func() []cli.Flag, action cli.Acti
 				return cli.Exit("", exitConfig)
 			}
 			return nil
+		}
+		if p.unknown != "" {
+			return configError("ERROR: Unknown option %s%s (udpstp %s --help lists the options)",
+				p.unknown, suggestion(p.unknown, c.Command.Flags), c.Command.Name)
 		}
 		if p.missing != "" {
 			return configError("ERROR: Option %s needs a value", flagNamed(c.Command.Flags, p.missing))
@@ -198,4 +211,56 @@ func flagNamed(flags []cli.Flag, name string) string {
 		return s
 	}
 	return "-" + name
+}
+
+// suggestion is ": did you mean --name?" for the visible long option
+// nearest to the unknown option typed (by edit distance, at most 2 and
+// less than half its length, or the one option it begins), else "".
+func suggestion(typed string, flags []cli.Flag) string {
+	name := strings.TrimLeft(typed, "-")
+	if len(name) < 2 {
+		return ""
+	}
+	best, bestD, prefixed := "", 3, []string{}
+	for _, f := range flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue
+		}
+		long := f.Names()[0]
+		if strings.HasPrefix(long, name) {
+			prefixed = append(prefixed, long)
+		}
+		if d := editDistance(name, long); d < bestD && 2*d < len(name) {
+			best, bestD = long, d
+		}
+	}
+	if best == "" && len(prefixed) == 1 {
+		best = prefixed[0]
+	}
+	if best == "" {
+		return ""
+	}
+	return ": did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes: option
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -253,6 +253,7 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"-G", "stats.json"}, func(s *sc) {}},
 		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
 		{[]string{"--metrics-listen", "127.0.0.1:24602"}, func(s *sc) {}},
+		{[]string{"--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},
 		{[]string{"-p", "1", "[::1]:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"::1"}, 25000 }},
@@ -592,8 +593,17 @@ func TestPermutation(t *testing.T) {
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-t"}, "ERROR: Option --test-time/-t needs a value")
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "--test-time"}, "ERROR: Option --test-time/-t needs a value")
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-vt"}, "ERROR: Option --test-time/-t needs a value")
-	mustFail(t, exitConfig, []string{"client", "-d", "h", "-Q"}, "flag provided but not defined: -Q")
-	mustFail(t, exitConfig, []string{"client", "-d", "h", "-dQ"}, "flag provided but not defined: -Q")
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "-Q"}, "ERROR: Unknown option -Q (")
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "-dQ"}, "ERROR: Unknown option -Q (")
+	// A long option is echoed as typed, with the nearest one if any.
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "--bogus"}, "ERROR: Unknown option --bogus (udpstp client --help")
+	mustFail(t, exitConfig, []string{"client", "-d", "h", "--bandwith=5"}, "ERROR: Unknown option --bandwith: did you mean --bandwidth? (")
+	mustFail(t, exitConfig, []string{"server", "--verbos"}, "ERROR: Unknown option --verbos: did you mean --verbose? (udpstp server --help")
+	// getopt gives -t the next argument, which leaves no server (or no
+	// direction): the option is named as missing its value, not the server.
+	mustFail(t, exitConfig, []string{"client", "-d", "-t", "h"}, "ERROR: Option --test-time/-t needs a value ('h' was read as its value)")
+	mustFail(t, exitConfig, []string{"client", "-t", "-d", "h"}, "ERROR: Option --test-time/-t needs a value ('-d' was read as its value)")
+	mustFail(t, exitConfig, []string{"client", "-d", "-t", "10"}, "ERROR: Server hostname or IP address required when client")
 	mustFail(t, exitConfig, []string{"client", "-d", "h", "-t", "5", "--test-time", "6"}, "Cannot use two forms")
 
 	got := permute([]string{"h", "-vt5", "x", "-i", "-3", "--", "-y", "z"}, flagsFor(forClient)).tokens()
@@ -688,6 +698,9 @@ func TestShowRates(t *testing.T) {
 		{[]string{"server", "-S"}, dataphase.TableOptions{}, false},
 		{[]string{"server", "-S", "-j"}, dataphase.TableOptions{NoJumbo: true}, false},
 		{[]string{"client", "-d", "h", "-S", "-T", "-6"}, dataphase.TableOptions{TraditionalMTU: true}, true},
+		// Neither a direction nor a server, as udpst -S needs neither.
+		{[]string{"client", "-S"}, dataphase.TableOptions{}, false},
+		{[]string{"client", "-S", "-j", "-6"}, dataphase.TableOptions{NoJumbo: true}, true},
 	} {
 		r := run(t, tt.args...)
 		var want bytes.Buffer

@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -34,6 +35,15 @@ func clientCommand() *cli.Command {
 
 func clientAction(c *cli.Context) error {
 	v := optionValues{c, forClient}
+	if v.on("show-rates") && !v.on("upstream") && !v.on("downstream") && !v.on("bidirectional") && c.Args().Len() == 0 {
+		// udpst -S prints the table before it asks for a direction or a
+		// server: only the options the table honours are read.
+		fam, err := family(v)
+		if err != nil {
+			return err
+		}
+		return showRates(c, v.on("no-jumbo"), v.on("traditional-mtu"), fam)
+	}
 	cfg, lo, err := clientConfig(v)
 	if err != nil {
 		return err
@@ -84,6 +94,9 @@ func clientTarget(v optionValues, cfg *control.ClientConfig) error {
 	// ("mutually exclusive").
 	up, down := v.on("upstream"), v.on("downstream")
 	if !up && !down && !v.on("bidirectional") {
+		if err := tookNext(v); err != nil {
+			return err
+		}
 		return configError("ERROR: Test direction required when client (%s or %s, or %s)", opt("upstream"), opt("downstream"), opt("bidirectional"))
 	}
 	cfg.Upstream = up && !bidirectional(v)
@@ -97,6 +110,9 @@ func clientTarget(v optionValues, cfg *control.ClientConfig) error {
 		return configError("ERROR: Server count exceeds maximum (%d)", control.MaxConnsPerClient)
 	}
 	if len(args) == 0 {
+		if err := tookNext(v); err != nil {
+			return err
+		}
 		return configError("ERROR: Server hostname or IP address required when client")
 	}
 	for _, a := range args {
@@ -336,4 +352,21 @@ func parseHostPort(arg string, port int) (control.ServerAddr, error) {
 		}
 	}
 	return control.ServerAddr{Host: host, Port: port}, nil
+}
+
+// tookNext explains a missing direction or server that a numeric option
+// took as its value, as getopt reads `-d -t h` (udpst then reports the
+// missing server): the option is named as missing its value instead.
+func tookNext(v optionValues) error {
+	for i := range options {
+		o := &options[i]
+		if (o.kind != decimal && o.kind != cInteger) || o.role&v.role == 0 || !v.set(o.name) {
+			continue
+		}
+		val := v.text(o.name)
+		if _, err := strconv.ParseInt(val, 0, 64); err != nil {
+			return configError("ERROR: Option %s needs a value ('%s' was read as its value)", o, val)
+		}
+	}
+	return nil
 }

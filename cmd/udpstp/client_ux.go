@@ -107,6 +107,9 @@ func newClientUX(cfg *control.ClientConfig, lo localOptions, stdout, stderr *os.
 		ux.out = io.Discard // the end event carries the document
 		observers = append(observers, ux.stream.Observe)
 	}
+	if cfg.Format == "" && !lo.Stream && !sameFile(stdout, stderr) {
+		observers = append(observers, errorsTo(ux.stderr))
+	}
 	ux.log = slog.New(slog.NewTextHandler(ux.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if len(observers) > 0 {
 		ux.observe = func(ev client.Event) {
@@ -116,4 +119,28 @@ func newClientUX(cfg *control.ClientConfig, lo localOptions, stdout, stderr *os.
 		}
 	}
 	return ux
+}
+
+// errorsTo copies the text report's warnings and errors to w. OB-UDPST
+// writes them into the report on standard output, which keeps them there
+// (interop: its text is byte for byte OB-UDPST's); on standard error too,
+// a terminal shows why a test failed while the report goes to a file.
+// ALERT lines (Code -1) set no status and stay in the report only.
+func errorsTo(w io.Writer) func(client.Event) {
+	return func(ev client.Event) {
+		if ev.Kind == client.EventError || ev.Kind == client.EventWarning && ev.Code >= 0 {
+			io.WriteString(w, "udpstp: "+strings.TrimSuffix(ev.Text, "\n")+"\n")
+		}
+	}
+}
+
+// sameFile reports whether a and b are one file (both the terminal, or
+// 2>&1), where a copy of a report line on b would show twice.
+func sameFile(a, b *os.File) bool {
+	ai, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	bi, err := b.Stat()
+	return err == nil && os.SameFile(ai, bi)
 }

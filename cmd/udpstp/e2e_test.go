@@ -72,7 +72,7 @@ func processTest(t *testing.T) {
 
 // freePort returns a UDP port nothing listens on right now, on the given
 // loopback address.
-func freePort(t *testing.T, host string) int {
+func freePort(t testing.TB, host string) int {
 	t.Helper()
 	c, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
 	if err != nil {

@@ -76,6 +76,10 @@ type option struct {
 	// unsupported marks the roles for which an option's work is not done
 	// yet; it is validated like the others, then refused with one line.
 	unsupported role
+	// values are the words a value may be, for shell completion
+	// (completion.go); TestCompletionValuesAccepted holds them to what the
+	// option's parser takes.
+	values []string
 }
 
 // Limits not in control's constants.
@@ -120,7 +124,7 @@ var options = []option{
 	{name: "verbose", letter: "v", role: forBoth, category: catOutput, usage: "verbose output"},
 	{name: "summary-only", letter: "s", role: forBoth, category: catOutput, usage: "summary and maximum only, no Sub-Interval lines"},
 	{name: "format", letter: "f", role: forClient, kind: text, category: catOutput,
-		usage: "JSON output `format`: json, jsonb (brief) or jsonf (formatted)", def: "text",
+		usage: "JSON output `format`: json, jsonb (brief) or jsonf (formatted)", def: "text", values: []string{"text", "json", "jsonb", "jsonf"},
 		wrongRole: "ERROR: Output format options only available to client"},
 	{name: "no-jumbo", letter: "j", role: forBoth, category: catPackets,
 		usage: "disable jumbo datagram sizes above 1 Gbps (client and server must agree)"},
@@ -172,7 +176,7 @@ var options = []option{
 		usage: "control `port` of the servers (1-65535); server:port overrides it", def: "24601",
 		srvUsage: "control `port` (1-65535); address:port overrides it", srvDef: "24601"},
 	{name: "algorithm", letter: "A", role: forClient, kind: text, category: catAlgo,
-		usage: "rate adjustment `algorithm`: B or C", def: "B", wrongRole: "ERROR: Rate adjustment algorithm" + onlyClient},
+		usage: "rate adjustment `algorithm`: B or C", def: "B", values: []string{"B", "C"}, wrongRole: "ERROR: Rate adjustment algorithm" + onlyClient},
 	{name: "socket-buffer", letter: "b", role: forBoth, kind: decimal, lo: 0, hi: control.MaxSockBuf, category: catPackets,
 		usage: "SO_SNDBUF/SO_RCVBUF request in `bytes`, 0 = system default (0-16777216)", def: "1024000"},
 	{name: "low-threshold", letter: "L", role: forClient, kind: decimal, lo: 1, hi: control.MaxDelayThresh, category: catAlgo,
@@ -220,14 +224,14 @@ var options = []option{
 		usage:     "write the test's events as they happen, one JSON object per line (docs/json-stream.md); implies --format json",
 		wrongRole: "ERROR: JSON stream only valid when client"},
 	{name: "progress", role: forClient, kind: text, category: catOutput,
-		usage:     "status line on standard error during the test, `when`: auto (a terminal, text output without -s), always or never",
-		def:       "auto",
+		usage: "status line on standard error during the test, `when`: auto (a terminal, text output without -s), always or never",
+		def:   "auto", values: []string{progressAuto, progressAlways, progressNever},
 		wrongRole: "ERROR: Progress line only valid when client"},
 	{name: "no-gso", role: forBoth, category: catPackets, usage: "do not send with UDP segmentation offload (GSO)"},
 	{name: "log-format", role: forServer, kind: text, category: catService,
-		usage: "log line `format`: text or json", def: "text", wrongRole: "ERROR: Log format only valid when server"},
+		usage: "log line `format`: text or json", def: "text", values: []string{"text", "json"}, wrongRole: "ERROR: Log format only valid when server"},
 	{name: "log-level", role: forServer, kind: text, category: catService,
-		usage: "least log `level` shown: debug, info, warn or error", def: "info; debug with --debug",
+		usage: "least log `level` shown: debug, info, warn or error", def: "info; debug with --debug", values: []string{"debug", "info", "warn", "error"},
 		wrongRole: "ERROR: Log level only valid when server"},
 	{name: "max-connections", role: forServer, kind: decimal, lo: 1, hi: control.MaxConnsPerServer, category: catService,
 		usage: "most Test Connections at once, `count`, all clients together (1-254)", def: "254",
@@ -236,6 +240,18 @@ var options = []option{
 		usage:     "Setup Requests handled from one source address, `per-second`, in bursts of up to 48 (or the rate); more are dropped (0 = no limit, the default)",
 		def:       "0",
 		wrongRole: "ERROR: Setup request rate only valid when server"},
+	{name: "test-ports", role: forServer, kind: text, category: catService,
+		usage:     "draw each test port at random from `LO-HI` (a range the firewall opens)",
+		def:       "the kernel's ephemeral range",
+		wrongRole: "ERROR: Test port range only valid when server"},
+	{name: "max-conns-per-source", role: forServer, kind: decimal, lo: 1, hi: control.MaxConnsPerServer, category: catService,
+		usage:     "most Test Connections, pending and running, from one source, `count` (an IPv4 address, an IPv6 prefix)",
+		def:       fmt.Sprint(control.DefaultMaxConnsPerSource),
+		wrongRole: "ERROR: Per-source connection cap only valid when server"},
+	{name: "source-prefix6", role: forServer, kind: decimal, lo: 32, hi: 128, category: catService,
+		usage:     "IPv6 prefix `length` a source is counted by for its caps",
+		def:       fmt.Sprint(control.DefaultSourcePrefix6),
+		wrongRole: "ERROR: Source prefix length only valid when server"},
 	{name: "metrics-listen", role: forServer, kind: text, category: catService,
 		usage:     "serve Prometheus metrics at http://`ADDR:PORT`/metrics; bind a management address, not one clients test against",
 		def:       "off",

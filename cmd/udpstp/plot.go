@@ -26,7 +26,10 @@ func plotCommand() *cli.Command {
 			"variation (RTT, or one-way with -o), the lost, out-of-order and duplicated\n" +
 			"datagrams and, for udpstp's upstream results, the sending rate the search set.\n" +
 			"udpstp's results of multi-connection tests also have each connection's\n" +
-			"capacity; OB-UDPST's have only the sum. The extension of the output file\n" +
+			"capacity; OB-UDPST's have only the sum. A --bidirectional result is drawn\n" +
+			"with both directions on one time axis, the end of the idle baseline marked;\n" +
+			"a --repeat result as each run's maximum and delay variation against its\n" +
+			"number, with the median, and every run's capacity over time. The extension of the output file\n" +
 			"(.svg or .png) selects the format; -o - writes SVG to standard output.",
 	}, plotFlags, plotAction)
 }
@@ -63,7 +66,7 @@ func plotAction(c *cli.Context) error {
 		}
 		format = f
 	}
-	res, err := plot.ReadFile(in)
+	res, err := plot.ReadDocFile(in)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			return cli.Exit(fmt.Sprintf("plot: %v", err), exitInit)
@@ -71,7 +74,7 @@ func plotAction(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("plot: %v", err), exitFailure)
 	}
 	var buf bytes.Buffer
-	if err := plot.Render(&buf, res, format); err != nil {
+	if err := plot.RenderDoc(&buf, res, format); err != nil {
 		return fmt.Errorf("plot: %s: %w", in, err)
 	}
 	if out == "-" {

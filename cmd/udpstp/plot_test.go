@@ -73,3 +73,19 @@ func TestPlotCommand(t *testing.T) {
 	// input is untouched.
 	mustFail(t, exitInit, []string{"plot", in, "-o", filepath.Join(dir, "no", "such", "dir.svg")}, "dir.svg")
 }
+
+// The results of --bidirectional and --repeat are drawn too: both
+// directions in one figure, the runs side by side.
+func TestPlotBidirectionalAndRepeat(t *testing.T) {
+	for name, want := range map[string]string{
+		"udpstp_bidir_t5.json":         ">Bidirectional test to 127.0.0.1: ",
+		"udpstp_repeat3_ds_c2_t5.json": ">3 downstream tests to 127.0.0.1; ",
+		"udpstp_repeat2_bidir_t5.json": ">2 bidirectional tests to 127.0.0.1; ",
+	} {
+		in := copyFixture(t, name)
+		r := run(t, "plot", in, "-o", "-")
+		if r.code != 0 || !strings.Contains(r.out, want) {
+			t.Errorf("plot %s: exit %d %q, heading %q not drawn", name, r.code, r.msg, want)
+		}
+	}
+}

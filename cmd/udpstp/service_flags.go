@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/server"
 )
 
@@ -24,9 +25,16 @@ func serviceOpts(v optionValues) (server.Options, error) {
 	err := v.numbers([]numberField{
 		{"log-size", &so.LogSizeKB},
 		{"setup-rate", &so.SetupRate},
+		{"max-conns-per-source", &so.PerSource},
+		{"source-prefix6", &so.SourcePrefix6},
 	})
 	if err != nil {
 		return so, err
+	}
+	if v.set("test-ports") {
+		if so.TestPorts, err = control.ParsePortRange(v.text("test-ports")); err != nil {
+			return so, configError("ERROR: %v for %s", err, opt("test-ports"))
+		}
 	}
 	if so.MetricsListen, err = metricsListen(v); err != nil {
 		return so, err

@@ -641,4 +641,8 @@ func TestServiceOptions(t *testing.T) {
 		so.LogLevel != slog.LevelWarn || !so.LogLevelSet || so.SetupRate != 0 || so.AuthKey != "single" || so.KeyFile == "" {
 		t.Errorf("all set: %+v", so)
 	}
+	_, lo = mustServer(t, "--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64")
+	if so := lo.Service; so.TestPorts != (control.PortRange{Lo: 40000, Hi: 40999}) || so.PerSource != 64 || so.SourcePrefix6 != 64 {
+		t.Errorf("admission options: %+v", so)
+	}
 }

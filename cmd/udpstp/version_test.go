@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/udpstp/udpstp"
 )
 
 // A binary built as the Makefile builds it names the version and commit it
@@ -25,6 +27,63 @@ func TestVersionFromLinker(t *testing.T) {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("udpstp %s: %q lacks %q", arg, out, want)
 			}
+		}
+	}
+}
+
+// A copy of the tree without .git (a release archive, `git archive`, a
+// container's build context) knows its release from CHANGELOG.md: `go
+// build` and `make build` there both give a binary that says it, where
+// before they said "devel" and "dev".
+func TestVersionOfATreeWithoutGit(t *testing.T) {
+	processTest(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := udpstp.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(t.TempDir(), "udpstp")
+	// cp -a of the tracked and new files, without .git and build output.
+	if out, err := exec.Command("sh", "-c", `mkdir -p "$2" && cd "$1" && tar -c --exclude=./.git --exclude=./bin --exclude=./build --exclude=./demo-results . | tar -x -C "$2"`,
+		"sh", root, tree).CombinedOutput(); err != nil {
+		t.Fatalf("copying the tree: %v\n%s", err, out)
+	}
+	bin := filepath.Join(tree, "udpstp-go")
+	// -trimpath, as make build: the copy's packages then share the build
+	// cache with the tree's own builds (no path of the copy in them).
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/udpstp")
+	build.Dir = tree
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	checkVersion(t, bin, release, "unknown (built without VCS information)")
+
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Log("make not installed: checked go build only")
+		return
+	}
+	mk := exec.Command("make", "build", "BIN=udpstp-make")
+	mk.Dir = tree
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	checkVersion(t, filepath.Join(tree, "udpstp-make"), release, "unknown (built without VCS information)")
+}
+
+// checkVersion runs bin's version command and wants exactly version and
+// the commit line given.
+func checkVersion(t *testing.T, bin, version, commit string) {
+	t.Helper()
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s version: %v\n%s", bin, err, out)
+	}
+	for _, want := range []string{"udpstp " + version + "\n", "Commit: " + commit + "\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("%s version: %q lacks %q", filepath.Base(bin), out, want)
 		}
 	}
 }

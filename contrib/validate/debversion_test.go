@@ -19,6 +19,8 @@ func debversion(t *testing.T, v string) string {
 
 func TestDebversion(t *testing.T) {
 	cases := []struct{ in, want string }{
+		{"v0.1.0", "0.1.0"},
+		{"v0.1.0+dirty", "0.1.0+dirty"},
 		{"v1.2.0", "1.2.0"},
 		{"v1.2.0-rc1", "1.2.0~rc1"},
 		{"v1.2.0-3-gabc1234", "1.2.0+git3.abc1234"},
@@ -29,6 +31,14 @@ func TestDebversion(t *testing.T) {
 	for _, c := range cases {
 		if got := debversion(t, c.in); got != c.want {
 			t.Errorf("debversion %q = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// contrib/release/version's snapshot of a commit: the release, then
+	// HEAD's commit date and the hash.
+	for in, suffix := range map[string]string{"v0.1.0+0123456789ab": ".0123456789ab", "v0.1.0+0123456789ab.dirty": ".0123456789ab+dirty"} {
+		got := debversion(t, in)
+		if !strings.HasPrefix(got, "0.1.0+git") || !strings.HasSuffix(got, suffix) {
+			t.Errorf("debversion %q = %q, want 0.1.0+gitYYYYMMDD%s", in, got, suffix)
 		}
 	}
 	// No tag yet: an abbreviated hash, which may start with a digit, gets
@@ -48,7 +58,7 @@ func TestDebversionOrder(t *testing.T) {
 	if _, err := exec.LookPath("dpkg"); err != nil {
 		t.Skip("dpkg not installed: cannot compare Debian versions")
 	}
-	order := []string{"256a170", "v1.2.0-rc1", "v1.2.0-rc1-2-gabc1234", "v1.2.0", "v1.2.0-3-gabc1234", "v1.2.0-3-gabc1234-dirty", "v1.2.1"}
+	order := []string{"256a170", "v1.2.0-rc1", "v1.2.0-rc1-2-gabc1234", "v1.2.0", "v1.2.0+dirty", "v1.2.0+0123456789ab", "v1.2.0+0123456789ab.dirty", "v1.2.1"}
 	for i := 1; i < len(order); i++ {
 		a, b := debversion(t, order[i-1]), debversion(t, order[i])
 		if err := exec.Command("dpkg", "--compare-versions", a, "lt", b).Run(); err != nil {

@@ -5,16 +5,23 @@
 //
 // The version comes, in order of precedence, from the linker (the
 // Makefile's -ldflags "-X main.version=...", handed over by SetLinked),
-// from the module version Go records in the binary (a `go install
+// from a release version Go records in the binary (a `go install
 // github.com/udpstp/udpstp/cmd/udpstp@v1.2.3` binary knows it is v1.2.3,
-// and `go build` in a tagged checkout stamps the tag), else "devel".
+// and `go build` in a tagged checkout stamps the tag), else from the
+// repository's own files: the latest release in CHANGELOG.md, with the
+// commit as build metadata where Go recorded one ("v0.1.0+0123456789ab",
+// ".dirty" for a modified work tree). A fresh clone has no tag, and a copy
+// of the tree no .git, yet both know which release they are.
 package buildinfo
 
 import (
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/udpstp/udpstp"
 )
 
 // Devel is the version of a build that carries none.
@@ -57,25 +64,29 @@ func Get() Info {
 	defer mu.Unlock()
 	if cached == nil {
 		bi, _ := debug.ReadBuildInfo()
-		i := FromBuildInfo(bi, linked)
+		release, _ := udpstp.Release() // its test holds CHANGELOG.md to having one
+		i := FromBuildInfo(bi, linked, release)
 		cached = &i
 	}
 	return *cached
 }
 
 // FromBuildInfo derives Info from what debug.ReadBuildInfo returned (bi may
-// be nil: a binary built without module support) and the linker's values,
-// which win: a Makefile build names its commit even where Go could not
-// stamp the VCS information (-buildvcs=false, a copied tree).
-func FromBuildInfo(bi *debug.BuildInfo, l Linked) Info {
+// be nil: a binary built without module support), the linker's values,
+// which win (a Makefile build names its commit even where Go could not
+// stamp the VCS information: -buildvcs=false, a copied tree), and the
+// repository's release (CHANGELOG.md's latest), which stands in for a
+// version Go could only make up (a pseudo-version or "(devel)").
+func FromBuildInfo(bi *debug.BuildInfo, l Linked, release string) Info {
 	i := Info{Version: Devel, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi != nil {
 		if bi.GoVersion != "" {
 			i.GoVersion = bi.GoVersion
 		}
 		// "(devel)" is what Go records for a build from a work tree it
-		// could not stamp; it says nothing the Devel default does not.
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
+		// could not stamp, a pseudo-version what it records for a commit
+		// after no tag it can see: neither names the release.
+		if v := bi.Main.Version; v != "" && v != "(devel)" && !pseudoVersion.MatchString(v) {
 			i.Version = v
 		}
 		for _, s := range bi.Settings {
@@ -89,6 +100,9 @@ func FromBuildInfo(bi *debug.BuildInfo, l Linked) Info {
 			}
 		}
 	}
+	if i.Version == Devel && release != "" {
+		i.Version = Snapshot(release, i.Commit, i.Modified)
+	}
 	if l.Version != "" {
 		i.Version = l.Version
 	}
@@ -97,6 +111,31 @@ func FromBuildInfo(bi *debug.BuildInfo, l Linked) Info {
 		i.Commit, i.Time, i.Modified = l.Commit, "", false
 	}
 	return i
+}
+
+// pseudoVersion matches the end of a Go pseudo-version
+// (v0.0.0-20261130031105-0123456789ab, v1.2.4-0.20261130031105-0123456789ab,
+// each maybe +dirty): a timestamp and 12 hex digits of the commit.
+var pseudoVersion = regexp.MustCompile(`[-.][0-9]{14}-[0-9a-f]{12}(\+dirty)?$`)
+
+// Snapshot is the version of a build of commit (maybe modified) of a tree
+// whose latest release is release: the release, with the commit's first 12
+// hex digits as semantic-versioning build metadata ("v0.1.0+0123456789ab",
+// "v0.1.0+0123456789ab.dirty"), or the bare release where no commit is
+// known (a copy of the tree without .git). contrib/release/version writes
+// the same form for the Makefile.
+func Snapshot(release, commit string, modified bool) string {
+	if commit == "" {
+		return release
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	v := release + "+" + commit
+	if modified {
+		v += ".dirty"
+	}
+	return v
 }
 
 // ShortCommit is the first 12 hex digits of the commit, "" if unknown.

@@ -9,7 +9,7 @@
 //
 // With -summary (`testreport -summary unit.json race.json ...`) it reads
 // saved streams and prints, for each, the number of skipped tests per
-// package, then the closing line `tests: N passed, N failed, N skipped`.
+// package with each skipped test's name and reason, then the closing line `tests: N passed, N failed, N skipped`.
 //
 // The rules, checked in both modes:
 //   - No golden or contract test may skip: a golden test compares with the
@@ -30,8 +30,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent, and
@@ -83,7 +85,7 @@ func runFilter(in io.Reader, out io.Writer, save string) int {
 		fmt.Fprintln(out, "testreport: reading the stream:", err)
 		return 2
 	}
-	r.printSkips(out, "")
+	r.printSkips(out, "", false)
 	bad := r.printViolations(out)
 	fmt.Fprintln(out, r.closing())
 	if r.failed > 0 || r.failedPkgs > 0 || bad {
@@ -111,7 +113,7 @@ func runSummary(out io.Writer, files []string) int {
 			r.add([]byte(line), io.Discard)
 		}
 		label := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
-		r.printSkips(out, label)
+		r.printSkips(out, label, true)
 		if r.printViolations(out) || r.failed > 0 || r.failedPkgs > 0 {
 			bad = true
 		}
@@ -234,6 +236,9 @@ func (r *run) merge(o *run) {
 	for p, ts := range o.skipped {
 		r.skipped[p] = append(r.skipped[p], ts...)
 	}
+	for k, why := range o.reasons {
+		r.reasons[k] = why
+	}
 }
 
 func (r *run) skipCount() int {
@@ -244,8 +249,10 @@ func (r *run) skipCount() int {
 	return n
 }
 
-// printSkips prints the skipped tests per package.
-func (r *run) printSkips(out io.Writer, label string) {
+// printSkips prints the skipped tests per package: their count, and with
+// detail each test's name and reason (a test run's own end keeps to the
+// counts; make skipreport, read once at the end, names them).
+func (r *run) printSkips(out io.Writer, label string, detail bool) {
 	title := "skipped tests per package"
 	if label != "" {
 		title += " (" + label + ")"
@@ -262,7 +269,29 @@ func (r *run) printSkips(out io.Writer, label string) {
 	sort.Strings(pkgs)
 	for _, p := range pkgs {
 		fmt.Fprintf(out, "  %4d  %s\n", len(r.skipped[p]), p)
+		if !detail {
+			continue
+		}
+		tests := slices.Clone(r.skipped[p])
+		sort.Strings(tests)
+		for _, t := range tests {
+			fmt.Fprintf(out, "          %s: %s\n", t, shorten(orNothing(r.reasons[key(p, t)]), maxReason))
+		}
 	}
+}
+
+// maxReason bounds a reason in the list: a skip that printed a log
+// before its reason still takes one line.
+const maxReason = 200
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // mustNotSkip reports whether test (a full name, subtests after slashes)

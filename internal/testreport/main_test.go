@@ -135,7 +135,7 @@ func TestSummary(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out.String())
 	}
 	got := out.String()
-	for _, want := range []string{"skipped tests per package (unit):\n     1  p/a", "skipped tests per package (race): none", "tests: 3 passed, 0 failed, 1 skipped"} {
+	for _, want := range []string{"skipped tests per package (unit):\n     1  p/a\n          TestS: s_test.go:1: needs root\n", "skipped tests per package (race): none", "tests: 3 passed, 0 failed, 1 skipped"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}

@@ -94,6 +94,13 @@ func Render(w io.Writer, r *Result, f Format) error {
 	if err != nil {
 		return err
 	}
+	head, sub := Heading(r)
+	return renderFigure(w, f, head, sub, panels)
+}
+
+// renderFigure draws the two title lines and the panels, stacked, in
+// format f to w.
+func renderFigure(w io.Writer, f Format, head, sub string, panels []*gonum.Plot) error {
 	h := titleHeight + vg.Length(len(panels))*panelHeight
 	var c vg.CanvasWriterTo
 	switch f {
@@ -105,7 +112,7 @@ func Render(w io.Writer, r *Result, f Format) error {
 		return fmt.Errorf("unknown format %d", f)
 	}
 	dc := draw.New(c)
-	title(dc, r)
+	title(dc, head, sub)
 	body := dc
 	body.Max.Y -= titleHeight
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: 2, PadBottom: 4, PadLeft: 4, PadRight: 12, PadY: 10}
@@ -150,12 +157,17 @@ func PixelSize(r *Result) (w, h int) {
 	if r.HasRates() {
 		n = 4
 	}
+	return pixelSize(n)
+}
+
+// pixelSize is the size in pixels of a PNG of n panels.
+func pixelSize(n int) (w, h int) {
 	return int(width.Dots(dpi) + 0.5), int((titleHeight + vg.Length(n)*panelHeight).Dots(dpi) + 0.5)
 }
 
-// Heading is the figure's two title lines.
-func Heading(r *Result) (string, string) {
-	head := r.Direction() + " test"
+// testLead begins a heading: "what test to host: n Sub-Intervals of p s".
+func testLead(what string, r *Result) string {
+	head := what + " test"
 	if r.Host != "" {
 		head += " to " + r.Host
 	}
@@ -163,6 +175,12 @@ func Heading(r *Result) (string, string) {
 	if r.PeriodSec > 0 {
 		head += fmt.Sprintf(" of %g s", r.PeriodSec)
 	}
+	return head
+}
+
+// Heading is the figure's two title lines.
+func Heading(r *Result) (string, string) {
+	head := testLead(r.Direction(), r)
 	if r.Conns > 1 {
 		head += fmt.Sprintf(", %d connections", r.Conns)
 	}
@@ -203,8 +221,7 @@ func Heading(r *Result) (string, string) {
 	return head, strings.Join(sub, "; ")
 }
 
-func title(dc draw.Canvas, r *Result) {
-	head, sub := Heading(r)
+func title(dc draw.Canvas, head, sub string) {
 	st := textStyle(13)
 	st.XAlign, st.YAlign = draw.XCenter, draw.YTop
 	mid := (dc.Min.X + dc.Max.X) / 2
@@ -366,26 +383,13 @@ func markMaxima(p *gonum.Plot, r *Result) error {
 		if m.Index < 0 {
 			continue
 		}
-		pt := plotter.XYs{{X: r.Intervals[m.Index].Seconds, Y: m.Capacity}}
-		s, err := plotter.NewScatter(pt)
-		if err != nil {
-			return err
-		}
-		s.GlyphStyle = draw.GlyphStyle{Color: maxColor, Radius: 5, Shape: draw.RingGlyph{}}
 		text := fmt.Sprintf("maximum %.2f Mbps", m.Capacity)
 		if len(r.Maxima) > 1 {
 			text = fmt.Sprintf("maximum, mode %d: %.2f Mbps", m.Mode, m.Capacity)
 		}
-		l, err := plotter.NewLabels(plotter.XYLabels{XYs: pt, Labels: []string{text}})
-		if err != nil {
+		if err := ring(p, r.Intervals[m.Index].Seconds, m.Capacity, text, false); err != nil {
 			return err
 		}
-		st := textStyle(9)
-		st.Color = maxColor
-		st.XAlign, st.YAlign = draw.XRight, draw.YBottom
-		l.TextStyle[0] = st
-		l.Offset = vg.Point{X: -7, Y: 5}
-		p.Add(s, l)
 	}
 	return nil
 }
@@ -431,6 +435,9 @@ func delayPanel(r *Result) (*gonum.Plot, error) {
 		what, avg, mx = "one-way delay variation", func(iv *Interval) float64 { return iv.PDVAvg }, func(iv *Interval) float64 { return iv.PDVMax }
 	}
 	t := TitleDelay + ": " + what + ", the rate search's signal"
+	if r.FineDelays {
+		t = TitleDelay + ": " + what + " to the µs (the rate search used whole ms)"
+	}
 	if r.LowerMs > 0 || r.UpperMs > 0 {
 		t += fmt.Sprintf(" (thresholds %g-%g ms)", r.LowerMs, r.UpperMs)
 	}

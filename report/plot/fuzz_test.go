@@ -39,10 +39,13 @@ func FuzzRead(f *testing.F) {
 		`{"Output":{"IncrementalResult":[{}]},"ErrorStatus":0}`,
 		`{"Output":{"IncrementalResult":[{"Seconds":-1e308,"IPLayerCapacity":1e308}],"AtMax":{"MaxIPLayerCapacity":-1}},"ErrorStatus":0}`,
 		`{"Output":{"IncrementalResult":[{"Interval":3}]},"ErrorStatus":0,"udpstp":{"Connections":[{"Connection":-7,"IPLayerCapacity":[1e300,-1e300],"SendingRateIndex":[1e300],"SendingRateMbps":[]}]}}`,
+		`{"Upstream":{"ErrorStatus":0,"Output":{"IncrementalResult":[{}]}},"udpstp":{"Bidirectional":{"IdleSubIntervals":1e300,"StartOffset":-1e308}}}`,
+		`{"Runs":[{},null,{"Downstream":{}},{"ErrorStatus":0,"Output":{"IncrementalResult":[{}]}}],"Aggregate":{"RunsRequested":-5}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzDoc(t, b)
 		r, err := Read(bytes.NewReader(b))
 		if err != nil {
 			if r != nil {
@@ -64,4 +67,34 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("accepted result does not render: %v", err)
 		}
 	})
+}
+
+// fuzzDoc: ReadDoc takes what Read takes and the pair and repeat
+// documents; what it accepts has something to draw, and renders.
+func fuzzDoc(t *testing.T, b []byte) {
+	d, err := ReadDoc(bytes.NewReader(b))
+	if err != nil {
+		return
+	}
+	points := 0
+	for _, run := range d.Runs {
+		for _, r := range run.Tests {
+			if len(r.Intervals) == 0 {
+				t.Fatal("accepted a run without Sub-Intervals")
+			}
+			points += len(r.Intervals)
+			for _, c := range r.PerConn {
+				points += len(c.Capacity) + len(c.RateMbps)
+			}
+		}
+	}
+	if points == 0 {
+		t.Fatal("accepted a document with nothing to draw")
+	}
+	if points > 2000 {
+		return
+	}
+	if err := RenderDoc(discard{}, d, SVG); err != nil {
+		t.Fatalf("accepted document does not render: %v", err)
+	}
 }

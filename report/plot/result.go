@@ -4,6 +4,9 @@
 // gonum.org/v1/plot as SVG or PNG: capacity per Sub-Interval with the
 // maximum marked, delay variation, sequence errors and, where the file has
 // them, each connection's capacity and the sending rate the search used.
+// ReadDoc and RenderDoc take udpstp's --bidirectional and --repeat
+// documents too (Doc): a pair on one time axis, a repeat's runs side by
+// side.
 package plot
 
 import (
@@ -42,6 +45,9 @@ type Result struct {
 	// PerConn is udpstp's per-connection figures ("udpstp"."Connections");
 	// nil for OB-UDPST's files, which have only the aggregate.
 	PerConn []Conn
+	// FineDelays: the Intervals' delays are udpstp's to the µs
+	// ("udpstp"."Delays"), not OB-UDPST's whole milliseconds.
+	FineDelays bool
 }
 
 // Interval is one aggregate Sub-Interval. Delays are in milliseconds.
@@ -103,7 +109,10 @@ type (
 		ErrorStatus         *float64
 		ErrorMessage        string
 		ErrorMessage2       string
-		Udpstp              *struct{ Connections []rawConn } `json:"udpstp"`
+		Udpstp              *struct {
+			Connections []rawConn
+			Delays      []rawInterval // to the µs, per aggregate Sub-Interval
+		} `json:"udpstp"`
 		// Keys of OB-UDPST's server statistics file (-G), to say what
 		// the file is instead of only what it is not.
 		DataRecords json.RawMessage `json:"data_records"`
@@ -153,17 +162,20 @@ type (
 var ErrNoResults = errors.New("no Sub-Interval results to plot")
 
 // ReadFile reads the result file at path.
-func ReadFile(path string) (*Result, error) {
+func ReadFile(path string) (*Result, error) { return readFile(path, Read) }
+
+// readFile opens path and reads it with read, naming path in an error.
+func readFile[T any](path string, read func(io.Reader) (*T, error)) (*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := Read(f)
+	v, err := read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return r, nil
+	return v, nil
 }
 
 // Read reads one result document, as OB-UDPST's client or udpstp's writes
@@ -277,9 +289,29 @@ func (raw *rawDoc) result() (*Result, error) {
 		for i, c := range raw.Udpstp.Connections {
 			r.PerConn = append(r.PerConn, conn(&c, i+1))
 		}
+		r.fineDelays(raw.Udpstp.Delays)
 	}
 	r.Conns = max(r.Conns, len(r.PerConn), 1)
 	return r, nil
+}
+
+// fineDelays puts udpstp's delay variations to the µs in place of the
+// whole milliseconds, when the file has them for every Sub-Interval.
+func (r *Result) fineDelays(fine []rawInterval) {
+	if len(fine) != len(r.Intervals) {
+		return
+	}
+	for i, f := range fine {
+		if finiteInt(f.Interval) != r.Intervals[i].N {
+			return
+		}
+	}
+	for i, f := range fine {
+		iv := &r.Intervals[i]
+		iv.RTTMin, iv.RTTAvg, iv.RTTMax = ms(f.RTTMin), ms(f.RTTAvg), ms(f.RTTMax)
+		iv.PDVMin, iv.PDVAvg, iv.PDVMax = ms(f.PDVMin), ms(f.PDVAvg), ms(f.PDVMax)
+	}
+	r.FineDelays = true
 }
 
 // fillSeconds gives every Sub-Interval a time: a file that lacks "Seconds"
