@@ -287,7 +287,7 @@ func (r *run) apply(c *connState, ev dataphase.Event) bool {
 		r.emitIntervals(c, &ev.SubInt)
 	case dataphase.EvWarning:
 		code := int(ev.Code)
-		if code == 0 { // our own errors (a socket failure) carry no OB-UDPST code
+		if ev.Code == dataphase.WarnError { // our own errors (a socket failure) carry no OB-UDPST code
 			code = report.StatusGeneral
 		}
 		r.message(c, code, ev.Text+c.suffix)

@@ -154,7 +154,7 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	}
 	if err != nil {
 		err = setupErr(ctx, err, suffix)
-		if se, ok := err.(*SetupError); ok && se.Status == 1 && foreign.IsValid() {
+		if se, ok := err.(*SetupError); ok && se.Status == dataphase.WarnServerTimeout && foreign.IsValid() {
 			// A multi-homed server that answers from another of its
 			// addresses (OB-UDPST bound to a wildcard address does)
 			// looks like this: say so.
@@ -315,12 +315,12 @@ func setupErr(ctx context.Context, err error, suffix string) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, errExchangeTimeout):
-		return &SetupError{Status: 1, Msg: "WARNING: Timeout awaiting response from server" + suffix}
+		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Timeout awaiting response from server" + suffix}
 	case errors.Is(err, errRefused):
 		// OB-UDPST's client has no message of its own for this: it times
 		// out (status 1, so "Minimum required connections unavailable",
 		// exit 200), which this keeps, saying why at once.
-		return &SetupError{Status: 1, Msg: "WARNING: Connection refused by server" + suffix + " (ICMP port unreachable: nothing listens on that port)"}
+		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Connection refused by server" + suffix + " (ICMP port unreachable: nothing listens on that port)"}
 	}
 	return &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 }

@@ -120,16 +120,16 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 			// The stop handshake, whoever began it, ends the test as a
 			// success for -1's exit status, as OB-UDPST's server does.
 			handshake := ev.End == dataphase.EndStopped || ev.End == dataphase.EndLocalStop || ev.End == dataphase.EndPeerStop
-			if handshake && status.Load() > maxWarningStatus {
+			if handshake && status.Load() > dataphase.WarnMax {
 				status.Store(0)
 			}
 		case dataphase.EvWarning:
-			if ev.Code != 0 && ev.Code <= maxWarningStatus {
+			if ev.Code != dataphase.WarnError && ev.Code <= dataphase.WarnMax {
 				status.Store(int32(ev.Code))
 			}
 			// OB-UDPST's warnings show with -v; our own errors (a policed
 			// Load Sender, a socket failure) always do.
-			if s.cfg.Verbose || ev.Code == 0 {
+			if s.cfg.Verbose || ev.Code == dataphase.WarnError {
 				sc.log.warn(ev.Text)
 			}
 		case dataphase.EvSubInterval:
@@ -173,12 +173,9 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 		"duration", time.Since(started).Round(time.Millisecond), "reason", r.String())
 }
 
-// OB-UDPST's ErrorStatus bounds: warnings are 1..49; 255 is an
-// unspecified error.
-const (
-	maxWarningStatus  = 49
-	statusUnspecified = 255
-)
+// statusUnspecified is OB-UDPST's ErrorStatus for an unspecified error
+// (its warnings are 1..dataphase.WarnMax).
+const statusUnspecified = 255
 
 func direction(c *dataphase.Conn) string {
 	if c.LoadSender() {

@@ -138,21 +138,19 @@ func (s *ServerCounters) end(loadSender bool, r dataphase.EndReason) {
 
 // countInvalid counts an invalid control PDU by what failed.
 func (s *Server) countInvalid(err error) {
-	// The decoders return a *dataphase.PDUError as it is, never wrapped; a
-	// type assertion costs nothing where errors.As would allocate.
-	var field string
-	if pe, ok := err.(*dataphase.PDUError); ok {
-		field = pe.Field
-	}
-	s.countInvalidField(field)
+	s.countRejection(dataphase.RejectionOf(err))
 }
 
 // countInvalidField counts an invalid control PDU by the field at fault.
 func (s *Server) countInvalidField(field string) {
-	switch field {
-	case "length":
+	s.countRejection(dataphase.FieldRejection(field))
+}
+
+func (s *Server) countRejection(r dataphase.Rejection) {
+	switch r {
+	case dataphase.RejectSize:
 		s.Counters.Add(CountInvalidSize)
-	case "checkSum":
+	case dataphase.RejectChecksum:
 		s.Counters.Add(CountInvalidChecksum)
 	default:
 		s.Counters.Add(CountInvalidFormat)

@@ -63,7 +63,7 @@ const (
 	CountAmpHeld
 	CountStatusUnproven
 	// Server, downstream: Status PDUs that came faster than one per Trial
-	// Interval (after a burst) and did not move the rate (conn.go,
+	// Interval (after a burst) and did not move the rate (status.go,
 	// adjustPace).
 	CountStatusRateHeld
 	// A client's Status or Load PDUs dropped because their figures

@@ -28,7 +28,8 @@
 //   - ratetable.go: the sending rate table (SendingRate, the rows Load
 //     Senders run at, as OB-UDPST 9.0.0 builds them) and the structure the
 //     Test Activation and Status PDUs carry.
-//   - errors.go: PDUError, what a malformed datagram is reported as.
+//   - errors.go: PDUError, what a malformed datagram is reported as, and
+//     its Rejection class (size, checksum, format) the counters go by.
 //
 // # The state machine
 //
@@ -40,8 +41,28 @@
 // Sent and PeerRefused take what the socket did, Deadline says when to come
 // back; the watchdog (3 s without a valid PDU), the stop handshake
 // (testAction 1 and 2, rxStopped) and the end of the test time end it with
-// an EndReason.
+// an EndReason. Its fields are grouped by concern, each group declared in
+// the file of that concern, beside the parts it drives:
 //
+//   - conn.go: the Conn, NewConn, Poll and Receive (which dispatch to the
+//     files below), Sent, PeerRefused, Deadline, Stop and Fail; the stop
+//     handshake (stopHandshake, serverStopped, peerStopped), what was seen
+//     of the peer (liveness: the watchdog, rxStopped, ICMP refusals), and
+//     the end.
+//   - load.go: a Load Sender's Send Plan (pollLoad, the anti-amplification
+//     cap on it, the stop's one datagram) and a Load Receiver taking a Load
+//     PDU (onLoad).
+//   - status.go: a Load Receiver writing its Status PDU every Trial
+//     Interval (pollStatus; on the server after the upstream rate
+//     adjustment) and a Load Sender taking one (onStatus: on a client the
+//     row it assigns, on the server the downstream rate adjustment, paced
+//     by adjustPace); Trial and Sub-Interval events.
+//   - police.go: the server's over-rate policer of an upstream Load Sender.
+//   - invalid.go: invalid datagrams counted by PDU and Rejection, with
+//     OB-UDPST's warning line, and a client's implausible PDUs dropped.
+//   - warnings.go: every warning code (Event.Code: OB-UDPST's ErrorStatus
+//     warnings 1..8 and ours), the cap of MaxWarnings, and the once-only
+//     warnings.
 //   - sender.go: the Load Sender: two transmitters on a fixed grid of the
 //     Test Time Base, Bursts, catch-up and deferral. OB-UDPST 9.0.0
 //     reschedules each transmitter from the time it ran, so every late timer
@@ -60,6 +81,8 @@
 //     results depend on to the millisecond.
 //   - amplification.go: the server's anti-amplification budget before the
 //     peer has shown it receives (docs/security.md).
+//   - plausible.go: a client's rules for figures its peer's PDUs cannot
+//     truly carry (forged feedback), which invalid.go's implausible drops.
 //   - params.go, grant.go: a Test Connection's parameters as the Test
 //     Activation set them, the protocol's limits, and what a client checks
 //     of a server's grant.

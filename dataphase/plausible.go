@@ -59,9 +59,12 @@ const maxRowDgramsPerSec = (2*MaxBurst + 1) * (1_000_000 / tx1Interval)
 // once at the end if more came after the last line: at most five lines.
 var implausibleWarnAt = [...]uint64{1, 10, 100, 1000}
 
-// Why a PDU was found impossible (the warning says the first rule broken).
+// implausibility is why a PDU was found impossible: the first rule it
+// broke, which the warning says (String).
+type implausibility uint8
+
 const (
-	implOK uint8 = iota
+	implOK implausibility = iota
 	implStatusSeq
 	implSubSeq
 	implSubDuration
@@ -80,6 +83,13 @@ var implausibleText = [...]string{
 	implSent:        "it reports more received than was sent",
 	implLoadSeq:     "its sequence number jumps further ahead than any sending rate allows",
 	implEcho:        "it echoes a Status PDU time this end never sent",
+}
+
+func (r implausibility) String() string {
+	if int(r) < len(implausibleText) {
+		return implausibleText[r]
+	}
+	return "unknown"
 }
 
 type sentSample struct {
@@ -109,9 +119,9 @@ type plausible struct {
 	echoN     int
 
 	discarded uint64
-	why       uint8  // the rule the last discarded PDU broke
-	warned    int    // lines of implausibleWarnAt said
-	lastSaid  uint64 // the count the last line said
+	why       implausibility // the rule the last discarded PDU broke
+	warned    int            // lines of implausibleWarnAt said
+	lastSaid  uint64         // the count the last line said
 }
 
 func (p *plausible) init(par *Params, start clock.Time) {
@@ -185,7 +195,7 @@ func (p *plausible) minSubUs() int64 {
 // at most their bytes and the duplicates' at the largest size sent; no
 // more missing than the used sequence numbers (with -n, those the kernel
 // refused are used too).
-func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint32, bytes uint64, used uint32) uint8 {
+func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint32, bytes uint64, used uint32) implausibility {
 	if uint64(dup)+uint64(ooo) > uint64(rx) || loss > used+MaxPlan {
 		return implCounts
 	}
@@ -204,7 +214,7 @@ func (p *plausible) spanFits(now clock.Time, us uint32, rx, dup, ooo, loss uint3
 // status checks a Status PDU that arrived at now. newSub: it carries a
 // Sub-Interval this end has not taken; used is how many Load PDU sequence
 // numbers this end used.
-func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool, used uint32) uint8 {
+func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool, used uint32) implausibility {
 	if !p.on {
 		return implOK
 	}
@@ -249,7 +259,7 @@ func (p *plausible) statusSent(wall int64) {
 
 // load checks a Load PDU that arrived at now, last being the receiver's
 // highest in-order sequence number and lastEcho the echo it last took.
-func (p *plausible) load(h *LoadHeader, now clock.Time, last uint32, lastEcho int64) uint8 {
+func (p *plausible) load(h *LoadHeader, now clock.Time, last uint32, lastEcho int64) implausibility {
 	if !p.on {
 		return implOK
 	}

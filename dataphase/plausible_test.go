@@ -1,6 +1,7 @@
 package dataphase
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestPlausibleStatus(t *testing.T) {
 		name   string
 		edit   func(s *StatusPDU)
 		newSub bool
-		want   uint8
+		want   implausibility
 	}{
 		{"genuine", func(*StatusPDU) {}, true, implOK},
 		{"genuine, the Sub-Interval already taken", func(*StatusPDU) {}, false, implOK},
@@ -138,7 +139,7 @@ func TestPlausibleLoad(t *testing.T) {
 		name string
 		seq  uint32
 		echo int64
-		want uint8
+		want implausibility
 	}{
 		{"next", 1001, wall + 450e6, implOK},
 		{"no echo yet", 1001, 0, implOK},
@@ -240,6 +241,10 @@ func TestPlausibleForgedStatusConn(t *testing.T) {
 			subs = append(subs, ev.SubInt)
 		case ev.Kind == EvWarning && ev.Code == WarnImplausible:
 			warnings++
+			// The rule said in words (implausibility's String).
+			if want := "WARNING: 1 Status PDUs dropped so far as forged: their figures cannot be true (the last: its "; !strings.HasPrefix(ev.Text, want) {
+				t.Errorf("warning %q, want it to begin %q", ev.Text, want)
+			}
 		}
 	}
 	if len(subs) != 4 {

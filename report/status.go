@@ -1,11 +1,15 @@
 package report
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
 
 // ErrorStatus values with a rule of their own (measurement.md 6.3).
 const (
 	StatusSuccess = 0
-	StatusWarnMax = 49 // 1..49 are warnings: a completed test keeps them
+	StatusWarnMax = dataphase.WarnMax // 1..49 are warnings: a completed test keeps them
 	// StatusInit is OB-UDPST's initialization error base
 	// (STATUS_INIT_ERRBASE): a file or socket that cannot be opened at
 	// start, a result that cannot be written.

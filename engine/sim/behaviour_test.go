@@ -204,7 +204,7 @@ func TestWatchdog(t *testing.T) {
 	}
 	found := false
 	for _, w := range rc.warns {
-		if w.Code == 4 {
+		if w.Code == dataphase.WarnLocalTrafficStop {
 			found = true
 		}
 	}
@@ -261,7 +261,7 @@ func TestJunkInDataPhase(t *testing.T) {
 				t.Errorf("up=%v: %d warnings, want the cap of %d", up, len(r.warns), dataphase.MaxWarnings)
 			}
 			for _, w := range r.warns {
-				if w.Code != 6 {
+				if w.Code != dataphase.WarnInvalidPDU {
 					t.Errorf("up=%v: warning %d %q", up, w.Code, w.Text)
 				}
 			}
