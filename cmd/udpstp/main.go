@@ -76,6 +76,9 @@ func unknownCommand(c *cli.Context) error {
 }
 
 func main() {
+	if isDropIn(os.Args[0]) { // OB-UDPST's command line (udpst.go)
+		os.Exit(runUdpst(os.Args, os.Stdout, os.Stderr))
+	}
 	err := newApp().Run(os.Args)
 	if err == nil {
 		return
