@@ -20,6 +20,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 )
@@ -72,13 +73,14 @@ func udpstArgs(in []string) (args []string, usage bool, err error) {
 		if strings.HasPrefix(s, "--") {
 			return nil, false, getoptError{"invalid option -- '-'"}
 		}
-		name := s[1:2]
+		_, size := utf8.DecodeRuneInString(s[1:])
+		name := s[1 : 1+size]
 		value, known := takes[name]
 		switch {
 		case !known:
 			return nil, false, getoptError{fmt.Sprintf("invalid option -- '%s'", name)}
-		case len(s) > 2: // "-v=x", which Go's flag package reads; getopt does not
-			return nil, false, getoptError{fmt.Sprintf("invalid option -- '%c'", s[2])}
+		case len(s) > 1+size: // "-v=x", which Go's flag package reads; getopt does not
+			return nil, false, getoptError{fmt.Sprintf("invalid option -- '%c'", s[1+size])}
 		case value:
 			i++
 		case name == "u":

@@ -44,6 +44,7 @@ func TestUdpstArgs(t *testing.T) {
 		{"--help", "getopt: invalid option -- '-'", ""},
 		{"-output h", "client -o -u -t put -- h", "a long name is a bundle of letters: -o -u -t put"},
 		{"-v=false", "getopt: invalid option -- '='", ""},
+		{"-dé h", "getopt: invalid option -- 'é'", "a letter beyond ASCII"},
 		{"-u -d h", "config", "udpst refuses both directions"},
 		{"a b", "config", "a server takes one address"},
 		{"-d", "config", "a client needs a server"},
