@@ -228,7 +228,7 @@ release-build = set -e; for p in $(1); do \
 	echo "go build $(if $(2),-tags $(2) )$$os/$$arch"; \
 	CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$(ROUTER_GOARM) GOMIPS=$(ROUTER_GOMIPS) \
 		$(GO) build -trimpath -tags '$(2)' -ldflags "$(RELEASE_LDFLAGS)" \
-		-o $(RELEASE_DIR)/bin/$${os}_$$arch$(3)/udpstp$$ext ./cmd/udpstp; \
+		-o $(RELEASE_DIR)/bin/$${os}_$${arch}$(3)/udpstp$$ext ./cmd/udpstp; \
 	done
 
 # static-check: `make build` gave a statically linked binary (file(1) says
