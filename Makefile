@@ -217,10 +217,17 @@ clean:
 # build/man and build/completion. contrib/validate checks contrib/docker,
 # contrib/kubernetes and contrib/prometheus (see docs/deploy.md).
 
-.PHONY: static-check dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check
+.PHONY: static-check dist deb deb-check deb-install-check test-arm64 deploy-check release-lint release-check small-check test-router
 
 RELEASE_DIR    := build
-DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+# Router builds (issue 25): home gateways and CPE, full and small (-tags
+# small: cmd/udpstp/commands_small.go says what it leaves out), the small
+# ones as udpstp_VERSION_linux_ARCH_small.tar.gz. Soft-float MIPS (most
+# router SoCs have no FPU) and ARMv7 (GOARM=7), as issue 25 asks.
+ROUTER_PLATFORMS := linux/arm linux/mips linux/mipsle linux/riscv64
+ROUTER_GOARM     := 7
+ROUTER_GOMIPS    := softfloat
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 $(ROUTER_PLATFORMS)
 DEB_ARCHES     := amd64 arm64
 DEB_VERSION     = $(shell contrib/release/debversion $(VERSION))
 # Every file in an archive or package is dated HEAD's commit time, so that a
@@ -230,13 +237,16 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # still print full stack traces from Go's own tables).
 RELEASE_LDFLAGS = -s -w $(LDFLAGS)
 
-# $(call release-build,OS/ARCH ...): the static release binaries, as
-# $(RELEASE_DIR)/bin/OS_ARCH/udpstp (udpstp.exe on windows).
+# $(call release-build,OS/ARCH ...[,TAGS,SUFFIX]): the static release
+# binaries, as $(RELEASE_DIR)/bin/OS_ARCHSUFFIX/udpstp (udpstp.exe on
+# windows), built with the build tags TAGS. 32-bit ARM is ARMv7 and MIPS
+# is soft-float (GOARM, GOMIPS: the router builds below).
 release-build = set -e; for p in $(1); do \
 	os=$${p%/*}; arch=$${p\#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-	echo "go build $$os/$$arch"; \
-	CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
-		-o $(RELEASE_DIR)/bin/$${os}_$$arch/udpstp$$ext ./cmd/udpstp; \
+	echo "go build $(if $(2),-tags $(2) )$$os/$$arch"; \
+	CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$(ROUTER_GOARM) GOMIPS=$(ROUTER_GOMIPS) \
+		$(GO) build -trimpath -tags '$(2)' -ldflags "$(RELEASE_LDFLAGS)" \
+		-o $(RELEASE_DIR)/bin/$${os}_$${arch}$(3)/udpstp$$ext ./cmd/udpstp; \
 	done
 
 # static-check: `make build` gave a statically linked binary (file(1) says
@@ -257,10 +267,15 @@ static-check: build
 # (check with `sha256sum -c SHA256SUMS` in that directory).
 dist: man completion
 	@$(call release-build,$(DIST_PLATFORMS))
+	@$(call release-build,$(ROUTER_PLATFORMS),small,_small)
 	@set -e; rm -rf $(RELEASE_DIR)/dist; for p in $(DIST_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) contrib/release/mkdist $$os $$arch \
 			$(RELEASE_DIR)/bin/$${os}_$$arch/udpstp$$ext $(RELEASE_DIR) $(VERSION) $(RELEASE_DIR)/dist; \
+	done; \
+	for p in $(ROUTER_PLATFORMS); do \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) contrib/release/mkdist linux $${p#*/}_small \
+			$(RELEASE_DIR)/bin/linux_$${p#*/}_small/udpstp $(RELEASE_DIR) $(VERSION) $(RELEASE_DIR)/dist; \
 	done; \
 	cd $(RELEASE_DIR)/dist && sha256sum udpstp_* >SHA256SUMS && cat SHA256SUMS
 
@@ -317,6 +332,39 @@ test-arm64:
 		(cd $$pkg && $(QEMU_AARCH64) $$t -test.short -test.count=1) || { echo "test-arm64: FAIL $$pkg"; exit 1; }; \
 	done; echo "test-arm64: OK ($(ARM64_TEST_PKGS))"
 
+# small-check: the small router binaries (built by make dist) stay under
+# SMALL_MAX_BYTES (the issue's 10 MB for small flash; README.md has the
+# sizes), and hold none of what the small build leaves out (gonum's plot,
+# Prometheus's client). The byte counts are the build's, not the machine's.
+SMALL_MAX_BYTES ?= 10000000
+small-check: dist
+	@set -e; for p in $(ROUTER_PLATFORMS); do \
+		b=$(RELEASE_DIR)/bin/linux_$${p#*/}_small/udpstp; n=$$(stat -c %s $$b); \
+		echo "small-check: $$p -tags small: $$n bytes ($$(( n / 1000 )) kB)"; \
+		[ $$n -le $(SMALL_MAX_BYTES) ] || { echo "small-check: $$b is above $(SMALL_MAX_BYTES) bytes"; exit 1; }; \
+		if $(GO) version -m $$b | grep -E 'gonum.org|prometheus'; then echo "small-check: $$b holds the above"; exit 1; fi; \
+	done
+
+# test-router: the unit tests of test-arm64's packages under qemu-user for
+# 32-bit ARMv7 (qemu-arm) and soft-float little-endian MIPS (qemu-mipsel),
+# the router builds' CPUs, as test-arm64 runs them: 32-bit words and
+# alignment, and MIPS's soft-float, tested where routers run them. Skips,
+# saying why, where qemu-user is missing.
+ROUTER_QEMU := arm:qemu-arm mipsle:qemu-mipsel
+test-router:
+	@set -e; for aq in $(ROUTER_QEMU); do \
+		arch=$${aq%%:*}; qemu=$${aq#*:}; \
+		if ! command -v $$qemu >/dev/null 2>&1; then \
+			echo "test-router: SKIP $$arch: $$qemu not found (apt-get install qemu-user)"; continue; fi; \
+		d=$(CURDIR)/$(RELEASE_DIR)/test-$$arch; mkdir -p $$d; \
+		for pkg in $(ARM64_TEST_PKGS); do \
+			t=$$d/$$(echo $$pkg | tr -c 'A-Za-z0-9\n' _).test; \
+			CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$(ROUTER_GOARM) GOMIPS=$(ROUTER_GOMIPS) $(GO) test -c -o $$t $$pkg; \
+			echo "$$qemu $$pkg"; \
+			(cd $$pkg && $$qemu $$t -test.short -test.count=1) || { echo "test-router: FAIL $$arch $$pkg"; exit 1; }; \
+		done; echo "test-router: $$arch OK ($(ARM64_TEST_PKGS))"; \
+	done
+
 # deploy-check: the Dockerfile, Kubernetes manifest and Prometheus scrape
 # config under contrib/ are what docs/deploy.md says (contrib/validate, a
 # module of its own so that its Kubernetes and BuildKit dependencies stay out
@@ -339,4 +387,4 @@ release-lint:
 
 # release-check: every packaging and deployment check, for CI (which also
 # runs deb-install-check).
-release-check: release-lint static-check dist deb-check test-arm64 deploy-check
+release-check: release-lint static-check dist small-check deb-check test-arm64 test-router deploy-check

@@ -1,3 +1,5 @@
+//go:build !small
+
 package server
 
 // --metrics-listen: the server's Prometheus endpoint (package metrics).

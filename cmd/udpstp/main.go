@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/udpstp/udpstp/server"
@@ -31,8 +32,9 @@ func newApp() *cli.App {
 		Version:              version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands: []*cli.Command{serverCommand(), clientCommand(), ratesCommand(), plotCommand(), versionCommand(),
-			completionCommand(), manCommand()},
+		Commands: slices.Concat([]*cli.Command{serverCommand(), clientCommand(), ratesCommand()},
+			optionalCommands(), // plot, left out of the small build (commands_small.go)
+			[]*cli.Command{versionCommand(), completionCommand(), manCommand()}),
 		OnUsageError: usageError,
 		Action:       unknownCommand,
 		// Errors come back from Run and main reports them. Without this
@@ -76,6 +78,9 @@ func unknownCommand(c *cli.Context) error {
 }
 
 func main() {
+	if isDropIn(os.Args[0]) { // OB-UDPST's command line (udpst.go)
+		os.Exit(runUdpst(os.Args, os.Stdout, os.Stderr))
+	}
 	err := newApp().Run(os.Args)
 	if err == nil {
 		return

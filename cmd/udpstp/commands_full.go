@@ -1,0 +1,11 @@
+//go:build !small
+
+package main
+
+import "github.com/urfave/cli/v2"
+
+// optionalCommands are the commands the small build (commands_small.go)
+// leaves out: `udpstp plot`, which brings gonum's plotting and its fonts.
+func optionalCommands() []*cli.Command {
+	return []*cli.Command{plotCommand()}
+}
