@@ -369,7 +369,8 @@ func activationRequest(cfg *ClientConfig) ActivationPDU {
 }
 
 // accepted adopts what the server granted (every value is read back from
-// the response, wire.md 11) and marks the socket.
+// the response: OB-UDPST 9.0.0's server coerces what it cannot grant
+// rather than refuse it, see the package doc) and marks the socket.
 func accepted(sock Socket, cfg *ClientConfig, server, peer netip.AddrPort, setup SetupPDU, g ActivationPDU) (*ClientConn, error) {
 	now := clock.Now()
 	v4 := IsIPv4(peer)

@@ -61,6 +61,13 @@
 // Setup Request to the Test Activation Response, not restarted between
 // them.
 //
+// A Test Activation Request is never refused for what it asks: the server
+// coerces each value it cannot grant (the test time, the rate row, DSCP
+// and ECN, random payload) into its limits and answers with what it
+// granted, which a client then adopts as read back from the response
+// (coerce.go). One whose authentication fails gets no answer at all. When
+// DSCP/ECN is granted, the response itself already goes out marked.
+//
 // # The server: where the state machine is
 //
 // A Test Connection on the server goes through: Setup accepted (a slot, a

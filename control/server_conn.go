@@ -244,7 +244,8 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			continue
 		}
 		if !legacy && req.AuthMode == AuthControl {
-			// A failed check gets no answer at all (wire.md 2.4.1 step 2).
+			// A failed check gets no answer at all, as OB-UDPST 9.0.0
+			// answers none (the package doc).
 			if c := VerifyRequest(b, keys, s.now()); c != 0 {
 				s.countAuth(c)
 				if s.eps.note(epActivationAuth, from.Addr(), time.Now()) {
@@ -280,7 +281,8 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 			MaxRateIndex: s.cfg.MaxRateIndex, AllowRandom: s.cfg.AllowRandom,
 		}, tableForProto(s.table, req.ProtocolVer), recvTOS)
 		if ta.DSCPECN != 0 {
-			// The response already goes out marked (wire.md 1.5 step 5).
+			// The response already goes out marked, as OB-UDPST 9.0.0
+			// sends it (the Test Activation PDU of RFC 9946).
 			if err := sc.sock.SetTOS(ta.DSCPECN, v4); err != nil {
 				sc.log.warn("cannot set DSCP/ECN; granting 0", "err", err)
 				ta.DSCPECN, ta.ECNCEThresh = 0, 0

@@ -6,7 +6,8 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-// ErrorStatus values with a rule of their own (measurement.md 6.3).
+// ErrorStatus values with a rule of their own (OB-UDPST 9.0.0's exit
+// statuses, which the package doc lists).
 const (
 	StatusSuccess = 0
 	StatusWarnMax = dataphase.WarnMax // 1..49 are warnings: a completed test keeps them
