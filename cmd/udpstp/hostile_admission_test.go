@@ -323,22 +323,7 @@ func TestHostileAdmissionSlotHolder(t *testing.T) {
 // the server's UDP must stay within 3 times what the attacker sent.
 func sprayCase(t *testing.T, k int) {
 	l, p := admissionLab(t)
-	vb := victimAddr(l)
-	inNS(t, l, l.ClientNS, "", "ip", "addr", "add", vb.String()+"/32", "dev", "lo")
-	inNS(t, l, l.RouterNS, "", "ip", "route", "add", vb.String()+"/32", "via", l.ClientAddr.String())
-	inNS(t, l, l.ServerNS, "", "ip", "route", "add", vb.String()+"/32", "via", l.ServerAddr.Prev().String())
-	inNS(t, l, l.ClientNS, fmt.Sprintf(`table ip victim {
-	counter to_victim { }
-	chain pre {
-		type filter hook prerouting priority raw; policy accept;
-		ip saddr %[2]s ip daddr %[1]s meta l4proto udp counter name to_victim
-	}
-	chain in {
-		type filter hook input priority filter; policy accept;
-		ip daddr %[1]s drop
-	}
-}
-`, vb, l.ServerAddr), "nft", "-f", "-")
+	vb := addVictim(t, l, true)
 	rng, err := control.ParsePortRange(inNS(t, l, l.ServerNS, "", "cat", "/proc/sys/net/ipv4/ip_local_port_range"))
 	if err != nil {
 		t.Fatal(err)

@@ -495,13 +495,25 @@ func victimLab(t *testing.T, bin string, extra ...string) (*netlab.Lab, *proc, n
 	t.Helper()
 	l := dataLabConfig(t, netlab.Config{})
 	srv := hostileServer(t, l, bin, extra...)
+	return l, srv, addVictim(t, l, false)
+}
+
+// addVictim puts victim B's address on the client's host, routes it both
+// ways and counts what the server sends to B where B's host receives it
+// (UDP only: the ICMP errors B's own forged datagrams draw once a test
+// socket is closed are the kernel's, not the server's), in the nftables
+// counter victim/to_victim. With silent, B drops all of it, so that no
+// port unreachable from B ends a test early.
+func addVictim(t *testing.T, l *netlab.Lab, silent bool) netip.Addr {
+	t.Helper()
 	vb := victimAddr(l)
 	inNS(t, l, l.ClientNS, "", "ip", "addr", "add", vb.String()+"/32", "dev", "lo")
 	inNS(t, l, l.RouterNS, "", "ip", "route", "add", vb.String()+"/32", "via", l.ClientAddr.String())
 	inNS(t, l, l.ServerNS, "", "ip", "route", "add", vb.String()+"/32", "via", l.ServerAddr.Prev().String())
-	// What the server sends to B, counted where B's host receives it (UDP
-	// only: the ICMP errors B's own forged datagrams draw once the test
-	// socket is closed are the kernel's, not the server's).
+	drop := ""
+	if silent {
+		drop = "ip daddr " + vb.String() + " drop"
+	}
 	inNS(t, l, l.ClientNS, fmt.Sprintf(`table ip victim {
 	counter to_victim { }
 	chain pre {
@@ -510,10 +522,11 @@ func victimLab(t *testing.T, bin string, extra ...string) (*netlab.Lab, *proc, n
 	}
 	chain in {
 		type filter hook input priority filter; policy accept;
+		%[3]s
 	}
 }
-`, vb, l.ServerAddr), "nft", "-f", "-")
-	return l, srv, vb
+`, vb, l.ServerAddr, drop), "nft", "-f", "-")
+	return vb
 }
 
 func forgedActivationCase(t *testing.T, b hostileBin, victim string) {
