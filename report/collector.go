@@ -23,7 +23,7 @@ type Collector struct {
 
 	errorState
 	res      results
-	active   int  // active Test Connections (5.2)
+	active   int  // active Test Connections (the package doc: aggregation)
 	failed   bool // fewer than the minimum: no Summary, no results
 	finished bool
 
