@@ -119,10 +119,17 @@ type Run struct {
 // Scenarios lists every scenario folder that has a meta.json, sorted by name.
 func Scenarios(t testing.TB) []Scenario {
 	t.Helper()
-	dir := Require(t)
+	return readScenarios(t, Require(t), false)
+}
+
+// readScenarios reads dir's scenario folders, sorted by name. A folder
+// without a meta.json is passed over, or fails the test when every folder
+// must have one (strict).
+func readScenarios(t testing.TB, dir string, strict bool) []Scenario {
+	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("captures: %v", err)
 	}
 	var out []Scenario
 	for _, e := range ents {
@@ -132,6 +139,9 @@ func Scenarios(t testing.TB) []Scenario {
 		p := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(filepath.Join(p, "meta.json"))
 		if err != nil {
+			if strict {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
 			continue
 		}
 		s := Scenario{Name: e.Name(), Path: p}

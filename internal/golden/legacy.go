@@ -1,10 +1,7 @@
 package golden
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 )
 
@@ -14,30 +11,10 @@ import (
 func LegacyScenarios(t testing.TB) []Scenario {
 	t.Helper()
 	dir := filepath.Join(Require(t), "legacy")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("legacy captures: %v", err)
-	}
-	var out []Scenario
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(filepath.Join(p, "meta.json"))
-		if err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-		s := Scenario{Name: e.Name(), Path: p}
-		if err := json.Unmarshal(b, &s.Meta); err != nil {
-			t.Fatalf("%s: meta.json: %v", e.Name(), err)
-		}
-		out = append(out, s)
-	}
+	out := readScenarios(t, dir, true)
 	if len(out) == 0 {
 		t.Fatalf("no legacy captures in %s", dir)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
