@@ -3,8 +3,9 @@ package server
 import "github.com/udpstp/udpstp/control"
 
 // ReadKeys builds the server's keys from the -a key and the -K file
-// (either may be empty). Start-up and SIGHUP both read keys through it;
-// a file that does not load is a *KeyFileError.
+// (either may be empty) at start-up; a file that does not load is a
+// *KeyFileError. SIGHUP reads the file again through control.KeyReloads,
+// which is stricter (a half-written file keeps the keys in use).
 func ReadKeys(authKey, keyFile string) (*control.ServerKeys, error) {
 	var file *control.KeyFile
 	if keyFile != "" {
