@@ -288,7 +288,7 @@ func TestPoolThreadDeath(t *testing.T) {
 }
 
 // 8 Test Connections on one Engine Thread: a steady turn (sends, reads,
-// readiness, wait) allocates nothing.
+// readiness) allocates nothing; TestPoolWaitAllocs covers the wait.
 func TestPoolTurnAllocs(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -333,8 +333,45 @@ func TestPoolTurnAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("a steady turn of 8 Test Connections allocates %v times", allocs)
 	}
-	if sent == 0 || recv == 0 || th.wakeups.Load() == 0 {
-		t.Fatal("the turns did not send, read and wait")
+	if sent == 0 || recv == 0 {
+		t.Fatal("the turns did not send and read")
+	}
+}
+
+// A turn that waits in ppoll allocates nothing either. The wait is forced
+// rather than hoped for: the only core has no deadline, so the thread
+// waits until the peer's datagram makes its socket readable, however slow
+// the machine (a 200 µs deadline is always past under the race detector).
+func TestPoolWaitAllocs(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	th := newTestThread(t, PoolOptions{Threads: 1})
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
+	core := newFakeCore(0, 0)
+	addTestConn(th, a, core, nil)
+	var sb dataphase.SendBuffer
+	fillPlan(&sb, 1, 0, 200)
+	step := func() {
+		if _, err := b.SendBatch(&sb); err != nil {
+			t.Fatal(err)
+		}
+		th.waitTurn()
+		th.turn()
+	}
+	for range 20 {
+		step()
+	}
+	before := th.wakeups.Load()
+	const runs = 200
+	allocs := race.AllocsPerRun(runs, step)
+	waits := th.wakeups.Load() - before
+	t.Logf("allocs per wait and turn %v; received %d; wake-ups %d", allocs, core.received.Load(), waits)
+	if allocs != 0 {
+		t.Fatalf("a turn that waits allocates %v times", allocs)
+	}
+	// AllocsPerRun runs the step once more to warm up.
+	if waits != runs+1 || core.received.Load() != 20+runs+1 {
+		t.Fatalf("%d waits and %d datagrams read in %d steps", waits, core.received.Load(), 20+runs+1)
 	}
 }
 
