@@ -116,7 +116,39 @@ type Store interface {
 	Series(ctx context.Context, f Filter, figure string, points int) ([]Point, error)
 	// Prune deletes what r does not keep and returns how many it deleted.
 	Prune(ctx context.Context, r Retention) (int, error)
+	// Fleet sums up the results f selects per server and per agent, on the
+	// store's side (a fleet's store holds millions of rows).
+	Fleet(ctx context.Context, f Filter) (*Fleet, error)
 	Close() error
+}
+
+// CapacityEdges are the lower edges, in Mbit/s, of the buckets of a
+// capacity distribution: bucket i holds maxima in [edge i, edge i+1).
+var CapacityEdges = []float64{0, 1, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
+
+// Fleet is what a fleet's page shows.
+type Fleet struct {
+	Servers []ServerSummary // by Server
+	Agents  []AgentSummary  // by Agent
+}
+
+// ServerSummary is one server's tests.
+type ServerSummary struct {
+	Server   string
+	Tests    int
+	ByStatus map[Status]int
+	// Capacity counts the maxima (MaxMbps) per bucket of CapacityEdges.
+	Capacity []int
+}
+
+// AgentSummary is one probe's tests.
+type AgentSummary struct {
+	Agent       string
+	Tests       int
+	Missed      int // results with StatusMissed
+	Last        time.Time
+	LastStatus  Status
+	LastMaxMbps *float64
 }
 
 // ErrNotFound is Get's answer for an ID the store does not hold.
