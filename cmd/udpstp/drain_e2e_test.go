@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The drain (docs/fleet-drain.md), with real processes: the first SIGTERM

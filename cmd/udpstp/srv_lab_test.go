@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Finding a server (docs/fleet-srv.md) against a real DNS server: dnsmasq
