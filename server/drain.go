@@ -17,6 +17,11 @@ import (
 	"github.com/udpstp/udpstp/control"
 )
 
+// readyPath is the readiness endpoint on the metrics listener
+// (serve_metrics.go): what a Kubernetes readinessProbe or a load balancer
+// asks; 503 once the drain began.
+const readyPath = "/readyz"
+
 // drainMargin is what the default --drain-timeout adds to the longest
 // test the server grants (-t): the client's Setup and Test Activation
 // (control.SetupTimeout), the stop handshake, and the shutdown grace that

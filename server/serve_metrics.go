@@ -119,10 +119,6 @@ func buildInfo() metrics.BuildInfo {
 	return b
 }
 
-// readyPath is the readiness endpoint on the metrics listener: what a
-// Kubernetes readinessProbe or a load balancer asks.
-const readyPath = "/readyz"
-
 // readyHandler answers 200 while ready() (the server admits tests), 503
 // once it drains or stops. The endpoint is served once the control
 // sockets are open, so it never says ready before they are; a probe
