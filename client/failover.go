@@ -125,7 +125,11 @@ func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*cont
 			break
 		}
 	}
-	if ctx.Err() != nil && last != nil {
+	if ctx.Err() != nil {
+		// Interrupted: the run reports the interrupt, not the search.
+		if last == nil {
+			last = &control.SetupError{Status: report.StatusGeneral, Msg: "ERROR: interrupted before a server was tried"}
+		}
 		return nil, nil, tried, last
 	}
 	if left := len(f.cands) - len(tried); left > 0 && (last == nil || movesOn(last)) {
