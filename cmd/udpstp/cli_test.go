@@ -116,6 +116,10 @@ func TestServerDefaults(t *testing.T) {
 	if want := control.DefaultServerConfig(); !reflect.DeepEqual(*got, want) {
 		t.Errorf("server:\n got %+v\nwant %+v", *got, want)
 	}
+	if lo.Drain == nil {
+		t.Error("the server gets no drain signal (the first SIGTERM's)")
+	}
+	lo.Drain = nil
 	if lo != (localOptions{Service: server.DefaultOptions()}) {
 		t.Errorf("local options %+v, want the service defaults only", lo)
 	}
