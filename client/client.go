@@ -52,6 +52,10 @@ type Options struct {
 	EndGrace time.Duration
 	// Plan is which tests the run makes (plan.go); zero: one.
 	Plan Plan
+
+	// failover is the candidates of a `srv:NAME` server, looked up once
+	// by Run (failover.go).
+	failover *failover
 }
 
 // DefaultEndGrace is how long a run waits for its Test Connections to end
@@ -80,6 +84,7 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if format == report.FormatText {
 		report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
 	}
+	o.failover = lookupFailover(ctx, cfg)
 	if o.Plan != (Plan{}) {
 		return runPlan(ctx, cfg, o, format)
 	}

@@ -22,6 +22,9 @@ type badFiles struct{ output, textfile bool }
 // preflight checks the run's files; it returns the message of the first
 // problem ("" if none) and which result file it was.
 func (r *run) preflight() (msg string, bad badFiles) {
+	if f := r.o.failover; f != nil && f.err != "" {
+		return f.err, bad
+	}
 	if msg := checkOutput(r.cfg); msg != "" {
 		return msg, badFiles{output: true}
 	}

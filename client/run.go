@@ -9,6 +9,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/discover"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -27,6 +28,8 @@ type run struct {
 	intervals        []report.Interval // the report's figures not yet emitted (intervals.go)
 
 	box *mailbox[posted]
+	// text: the report is OB-UDPST's text lines (not JSON).
+	text bool
 }
 
 // posted is an event of Test Connection conn handed to the run's goroutine
@@ -35,6 +38,10 @@ type run struct {
 type posted struct {
 	conn int
 	ev   dataphase.Event
+	// With a failover search (failover.go), on evActivated: the server
+	// chosen and the candidates that failed before it.
+	chosen *discover.Candidate
+	tried  []string
 }
 
 // Kinds of the run's own posted events, next to the Data Phase's.
@@ -42,6 +49,9 @@ const (
 	evSetupFailed dataphase.EventKind = 100 + iota // Code, Text: the SetupError
 	evActivated
 	evAlert // Text: an ALERT line of the Control Phase
+	// evSetupSkipped: a Test Connection of a failover search that found
+	// no server; the search's own connection reported why.
+	evSetupSkipped
 )
 
 // connState is one Test Connection of the run.
@@ -61,6 +71,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, len(cfg.Servers), 1),
 		mcIdent: newMCIdent(),
 		box:     newMailbox[posted](),
+		text:    format == report.FormatText,
 	}
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose, Extensions: cfg.Extensions,
@@ -87,6 +98,10 @@ func (r *run) emit(ev Event) {
 func (r *run) run(ctx context.Context) int {
 	conns := make([]*connState, r.connMax)
 	var wg sync.WaitGroup
+	var pick *choice
+	if r.o.failover != nil {
+		pick = &choice{done: make(chan struct{})}
+	}
 	for i := range conns {
 		srv := r.cfg.Servers[i%len(r.cfg.Servers)]
 		c := &connState{index: i, server: srv}
@@ -95,14 +110,36 @@ func (r *run) run(ctx context.Context) int {
 		go func() {
 			defer wg.Done()
 			alert := func(msg string) { r.post(posted{conn: i, ev: dataphase.Event{Kind: evAlert, Text: msg}}) }
-			cc, err := control.Activate(ctx, r.o.Network, r.cfg, srv, i, r.mcIdent, alert)
+			var cc *control.ClientConn
+			var err error
+			var chosen *discover.Candidate
+			var tried []string
+			switch {
+			case pick == nil:
+				cc, err = control.Activate(ctx, r.o.Network, r.cfg, srv, i, r.mcIdent, alert)
+			case i == 0:
+				// The search, one server at a time (failover.go).
+				cc, chosen, tried, err = r.choose(ctx, i, alert)
+				pick.cand = chosen
+				close(pick.done)
+			default:
+				select {
+				case <-pick.done:
+				case <-ctx.Done():
+				}
+				if ctx.Err() != nil || pick.cand == nil {
+					r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupSkipped}})
+					return
+				}
+				cc, err = control.Activate(ctx, r.o.Network, r.cfg, candidateServer(*pick.cand), i, r.mcIdent, alert)
+			}
 			if err != nil {
 				r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupFailed, Text: err.Error(), Code: setupStatus(err)}})
 				return
 			}
 			c.cc = cc
 			c.suffix = " [Server " + cc.Server.String() + "]" // [::1]:24601, where OB-UDPST prints ::1:24601
-			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}})
+			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}, chosen: chosen, tried: tried})
 		}()
 	}
 	active := len(conns)
@@ -137,15 +174,23 @@ func (r *run) run(ctx context.Context) int {
 			case evAlert:
 				r.col.Alert(e.ev.Text)
 				r.emit(Event{Kind: EventWarning, Conn: c.index, Server: c.server, Code: -1, Text: e.ev.Text})
-			case evSetupFailed:
+			case evSetupFailed, evSetupSkipped:
 				c.ended = true
 				active--
 				if !interrupted { // an interrupted setup is no failure of its own
-					r.message(c, int(e.ev.Code), e.ev.Text)
+					if e.ev.Kind == evSetupFailed {
+						r.message(c, int(e.ev.Code), e.ev.Text)
+					}
 					r.col.ConnEnded(false)
 					r.emitIntervals(nil, nil)
 				}
 			case evActivated:
+				if e.chosen != nil {
+					r.useChosen(e.chosen, e.tried)
+				}
+				if pick != nil {
+					c.server = candidateServer(*pick.cand)
+				}
 				if over {
 					c.cc.Sock.Close()
 					c.ended = true

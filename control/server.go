@@ -46,6 +46,11 @@ type Server struct {
 	once    sync.Once
 	// oneTest is the ErrorStatus of that first Test Connection (-1).
 	oneTest atomic.Int32
+	// draining: no new Test Connection is admitted (drain.go); drained
+	// is closed once none is left.
+	draining  atomic.Bool
+	drained   chan struct{}
+	drainOnce sync.Once
 
 	now func() time.Time // the wall clock for authentication (tests replace it)
 }
@@ -108,6 +113,7 @@ func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOption
 		grace:   o.ShutdownGrace,
 		active:  map[*serverConn]struct{}{},
 		ended:   make(chan struct{}),
+		drained: make(chan struct{}),
 		now:     time.Now,
 	}
 	s.keys.Store(cfg.Keys)

@@ -61,6 +61,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 			sc.released = true
 		}
 		delete(s.active, sc)
+		s.checkDrainedLocked()
 		s.mu.Unlock()
 		if s.cfg.OneTest {
 			s.once.Do(func() {

@@ -45,6 +45,7 @@ const (
 	CountActivationForeign // Test Activations dropped: not from the Setup's address
 	CountSourceRunningCap  // Setups refused (code 13): the source holds its cap of Test Connections
 	CountSourcePendingCap  // Setups refused (code 13): the source holds all the pending Test Connections it may
+	CountSetupDraining     // Setups refused (code 13): the server drains (drain.go)
 
 	NumServerCounters // the number of ServerCounters, not one
 )
@@ -69,6 +70,7 @@ var serverCounterInfo = [NumServerCounters]dataphase.CounterInfo{
 	CountActivationForeign:  {Name: "activation_foreign_source", Help: "Test Activation Requests dropped: not from the address of their Setup Request"},
 	CountSourceRunningCap:   {Name: "setup_source_cap", Help: "Setup Requests refused: their source held its cap of Test Connections, pending and running"},
 	CountSourcePendingCap:   {Name: "setup_source_pending_cap", Help: "Setup Requests refused: their source held all the Test Connections awaiting activation it may"},
+	CountSetupDraining:      {Name: "setup_draining", Help: "Setup Requests refused: the server was draining before it stops"},
 }
 
 // Info returns the counter's name and help text.

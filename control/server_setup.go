@@ -103,6 +103,12 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 			}
 		}
 	}
+	if code == SetupNone && s.draining.Load() {
+		// The cheap refusal of a draining server, before a socket is
+		// opened (admitSetup checks again under the lock).
+		code = SetupDraining
+		s.Counters.Add(CountSetupDraining)
+	}
 	var sc *serverConn
 	if code == SetupNone {
 		local := ctl.LocalAddr().Addr()
@@ -204,6 +210,13 @@ func (s *Server) admitSetup(local netip.Addr, from netip.AddrPort, maxBandwidth 
 		// the last place meanwhile.
 		sock.Close()
 		return nil, SetupConnFail
+	}
+	if s.draining.Load() {
+		// Drain came while the socket was opened: Drained must not
+		// close with a Test Connection about to start.
+		sock.Close()
+		s.Counters.Add(CountSetupDraining)
+		return nil, SetupDraining
 	}
 	g, code := s.adm.reserve(maxBandwidth)
 	for code == SetupConnFail || code == SetupCapExceeded {

@@ -15,4 +15,9 @@ package server
 type Config struct {
 	Service Options // how the process runs, logs and writes
 	NoGSO   bool    // --no-gso: send without UDP_SEGMENT
+	// Drain, closed, asks for a drain (the first SIGTERM; drain.go):
+	// Serve then ends by itself once the running tests are over or
+	// Options.DrainTimeout has passed. Its context ending stops it at
+	// once. nil: no drain.
+	Drain <-chan struct{}
 }

@@ -129,7 +129,9 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 			}
 		}
 	}()
-	mx.start(svc, &wg, srv, snet, base, log)
+	// Ready while admitting: not once a drain or a stop began.
+	ready := func() bool { return !srv.Draining() && ctx.Err() == nil }
+	mx.start(svc, &wg, srv, snet, base, ready, log)
 	if so.StatsFile != "" {
 		sc := &statsCollector{
 			pattern: so.StatsFile, srv: srv, net: snet, log: log, started: processStart,
@@ -150,7 +152,19 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 		}
 	}()
 
-	err = srv.Serve(ctx)
+	// The first SIGTERM drains (drain.go); Serve's own context is the
+	// hard stop.
+	serveCtx, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	served := make(chan struct{})
+	drainDone := make(chan struct{})
+	go func() {
+		defer close(drainDone)
+		runDrain(lo.Drain, ctx.Done(), served, so.drainTimeout(cfg.MaxTestTime), srv, nt, log, stopServe)
+	}()
+	err = srv.Serve(serveCtx)
+	close(served)
+	<-drainDone
 	nt.stop()
 	stopSvc()
 	wg.Wait()

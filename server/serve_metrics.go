@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 
@@ -69,8 +70,10 @@ func (m *metricsEndpoint) close() {
 	}
 }
 
-// start serves /metrics until ctx ends.
-func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *engineNet, log *slog.Logger) {
+// start serves /metrics, and /readyz (readyHandler) by ready, until ctx
+// ends.
+func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *engineNet,
+	ready func() bool, log *slog.Logger) {
 	if m == nil {
 		return
 	}
@@ -91,11 +94,15 @@ func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *co
 		log.Error("metrics endpoint not started", "err", err) // a bug: the collectors are fixed
 		return
 	}
-	log.Info("metrics endpoint", "url", "http://"+m.ln.Addr().String()+"/metrics")
+	log.Info("metrics endpoint", "url", "http://"+m.ln.Addr().String()+"/metrics",
+		"readiness", "http://"+m.ln.Addr().String()+readyPath)
+	mux := http.NewServeMux()
+	mux.Handle("/", metrics.Handler(reg, log))
+	mux.Handle(readyPath, readyHandler(ready))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := metrics.Serve(ctx, m.ln, metrics.Handler(reg, log), log); err != nil {
+		if err := metrics.Serve(ctx, m.ln, mux, log); err != nil {
 			log.Error("metrics endpoint stopped", "option", opt("metrics-listen").String(), "err", err)
 		}
 	}()
@@ -110,4 +117,21 @@ func buildInfo() metrics.BuildInfo {
 		b.Revision += "-dirty"
 	}
 	return b
+}
+
+// readyHandler answers 200 while ready() (the server admits tests), 503
+// once it drains or stops. The endpoint is served once the control
+// sockets are open, so it never says ready before they are; a probe
+// that comes earlier waits in the listener's backlog.
+func readyHandler(ready func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "draining: not admitting new tests")
+			return
+		}
+		fmt.Fprintln(w, "ready: admitting tests")
+	})
 }

@@ -29,5 +29,5 @@ func listenMetrics(addr string) (*metricsEndpoint, error) {
 
 func (m *metricsEndpoint) close() {}
 
-func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *engineNet, *slog.Logger) {
+func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *engineNet, func() bool, *slog.Logger) {
 }

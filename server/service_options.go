@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/udpstp/udpstp/control"
 )
@@ -33,6 +34,12 @@ type Options struct {
 
 	MetricsListen string // --metrics-listen: host:port of the Prometheus endpoint; "": none
 
+	// DrainTimeout (--drain-timeout) bounds a drain, from the first
+	// SIGTERM to the exit; unset (DrainTimeoutSet false):
+	// DefaultDrainTimeout of -t. 0: no drain, SIGTERM stops at once.
+	DrainTimeout    time.Duration
+	DrainTimeoutSet bool
+
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
 	AuthKey string
 	KeyFile string
@@ -51,6 +58,15 @@ const (
 	// 24 at once, OB-UDPST's -C maximum) through twice over.
 	minSetupBurst = 2 * control.MaxConnsPerClient
 )
+
+// drainTimeout is the drain's bound for a server granting tests of up to
+// maxTestTime seconds.
+func (so *Options) drainTimeout(maxTestTime int) time.Duration {
+	if so.DrainTimeoutSet {
+		return so.DrainTimeout
+	}
+	return DefaultDrainTimeout(maxTestTime)
+}
 
 // SetupBurst is the burst the per-source limiter allows at rate.
 func SetupBurst(rate int) int { return max(rate, minSetupBurst) }

@@ -116,6 +116,10 @@ func TestServerDefaults(t *testing.T) {
 	if want := control.DefaultServerConfig(); !reflect.DeepEqual(*got, want) {
 		t.Errorf("server:\n got %+v\nwant %+v", *got, want)
 	}
+	if lo.Drain == nil {
+		t.Error("the server gets no drain signal (the first SIGTERM's)")
+	}
+	lo.Drain = nil
 	if lo != (localOptions{Service: server.DefaultOptions()}) {
 		t.Errorf("local options %+v, want the service defaults only", lo)
 	}
@@ -254,6 +258,7 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"-G", "stats.json"}, func(s *sc) {}},
 		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
 		{[]string{"--metrics-listen", "127.0.0.1:24602"}, func(s *sc) {}},
+		{[]string{"--drain-timeout", "90s"}, func(s *sc) {}},
 		{[]string{"--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/discover"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -116,6 +117,16 @@ func clientTarget(v optionValues, cfg *control.ClientConfig) error {
 		return configError("ERROR: Server hostname or IP address required when client")
 	}
 	for _, a := range args {
+		if discover.Is(a) {
+			// srv:NAME: servers found in the DNS, one used at a time
+			// (client/failover.go), on -p's port unless an SRV record
+			// names one.
+			if len(args) > 1 {
+				return configError("ERROR: %s must be the only server: its servers are tried one at a time, not tested together", a)
+			}
+			cfg.Servers = append(cfg.Servers, control.ServerAddr{Host: a, Port: port})
+			continue
+		}
 		s, err := parseHostPort(a, port)
 		if err != nil {
 			return err

@@ -263,7 +263,13 @@ var options = []option{
 		usage:     "serve Prometheus metrics at http://`ADDR:PORT`/metrics; bind a management address, not one clients test against",
 		def:       "off",
 		wrongRole: "ERROR: Metrics endpoint only valid when server"},
+	{name: "drain-timeout", role: forServer, kind: text, lo: 0, hi: maxDrainTimeout, category: catService,
+		usage: "on SIGTERM stop admitting and let running tests finish for up to `duration` (30s, 1h, or seconds; 0: stop at once); a second SIGTERM or SIGINT stops at once",
+		def:   "the longest test granted (-t) + 10s", wrongRole: "ERROR: Drain timeout only valid when server"},
 }
+
+// maxDrainTimeout is --drain-timeout's largest value, s: a day.
+const maxDrainTimeout = 86400
 
 // optionByName indexes options by long name.
 var optionByName = func() map[string]*option {

@@ -275,7 +275,9 @@ type faultServer struct {
 // port) and stops it when the test ends, if it still runs.
 func startFaultServer(t *testing.T, l *netlab.Lab, n *notifyListener) *faultServer {
 	t.Helper()
-	cmd := l.Command(l.ServerNS, udpstpBin, "server", "-v", "-p", strconv.Itoa(labPort), l.ServerAddr.String())
+	// --drain-timeout 0: a SIGTERM cuts the running test, the fault
+	// these cases make (drain_e2e_test.go tests the drain).
+	cmd := l.Command(l.ServerNS, udpstpBin, "server", "-v", "--drain-timeout", "0", "-p", strconv.Itoa(labPort), l.ServerAddr.String())
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+n.path)
 	s := &faultServer{p: startServerProc(t, cmd, true), notify: n}
 	t.Cleanup(func() {

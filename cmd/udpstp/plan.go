@@ -81,8 +81,13 @@ func clientPlan(v optionValues, cfg *control.ClientConfig) (client.Plan, error) 
 
 // parsePause reads --pause: a Go duration ("30s", "2m", "500ms") or a
 // number of seconds, 0 to maxPause seconds.
-func parsePause(s string) (time.Duration, error) {
-	o := opt("pause")
+func parsePause(s string) (time.Duration, error) { return parseDuration("pause", s) }
+
+// parseDuration reads the value s of option name, a duration: a Go
+// duration ("30s", "2m", "500ms") or a number of seconds, within the
+// option's lo..hi seconds.
+func parseDuration(name, s string) (time.Duration, error) {
+	o := opt(name)
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)

@@ -30,6 +30,8 @@ type localOptions struct {
 	Stream   bool           // --json-stream (client_ux.go)
 	Progress string         // --progress: auto (or ""), always or never
 	Plan     client.Plan    // --bidirectional, --repeat, --pause (plan.go)
+	// Drain is closed by the server's first SIGTERM (serverSignals).
+	Drain <-chan struct{}
 }
 
 // runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
@@ -37,7 +39,7 @@ var runServer = serve
 
 // serve runs the server service (package server).
 func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
-	return server.Serve(ctx, cfg, server.Config{Service: lo.Service, NoGSO: lo.NoGSO})
+	return server.Serve(ctx, cfg, server.Config{Service: lo.Service, NoGSO: lo.NoGSO, Drain: lo.Drain})
 }
 
 // runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
@@ -78,11 +80,41 @@ func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 }
 
-// startServer runs the server with cfg until it ends.
+// startServer runs the server with cfg until it ends: the first SIGTERM
+// drains it (server.Config.Drain), SIGINT or a second SIGTERM stops it at
+// once.
 func startServer(c *cli.Context, cfg *control.ServerConfig, lo localOptions) error {
-	ctx, stop := signalContext(c)
+	ctx, drain, stop := serverSignals(c.Context)
 	defer stop()
+	lo.Drain = drain
 	return runServer(ctx, cfg, lo)
+}
+
+// serverSignals returns a context that SIGINT or a second SIGTERM cancels,
+// and a channel the first SIGTERM closes.
+func serverSignals(parent context.Context) (context.Context, <-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	drain := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		terms := 0
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				if s == syscall.SIGTERM && terms == 0 {
+					terms++
+					close(drain)
+					continue
+				}
+				cancel()
+			}
+		}
+	}()
+	return ctx, drain, func() { signal.Stop(sigs); close(done); cancel() }
 }
 
 // startClient runs the test of cfg and exits with its ErrorStatus; the

@@ -36,6 +36,12 @@ func serviceOpts(v optionValues) (server.Options, error) {
 			return so, configError("ERROR: %v for %s", err, opt("test-ports"))
 		}
 	}
+	if v.set("drain-timeout") {
+		if so.DrainTimeout, err = parseDuration("drain-timeout", v.text("drain-timeout")); err != nil {
+			return so, err
+		}
+		so.DrainTimeoutSet = true
+	}
 	if so.MetricsListen, err = metricsListen(v); err != nil {
 		return so, err
 	}

@@ -189,14 +189,15 @@ func activateAt(port int, key string, id uint8) error {
 // first, then STATUS= lines that show a running test, feeds the watchdog,
 // and on SIGTERM says STOPPING=1, ends the running test with the stop
 // handshake (the client completes with status 0) and exits within 5 s,
-// writing its -G file in OB-UDPST's schema on the way out.
+// writing its -G file in OB-UDPST's schema on the way out. (With
+// --drain-timeout 0: the drain's own test is drain_e2e_test.go.)
 func TestServiceLifecycle(t *testing.T) {
 	e2e(t)
 	nl := listenNotify(t)
 	port := freePort(t, "127.0.0.1")
 	statsDir := t.TempDir()
 	p := startService(t, []string{"NOTIFY_SOCKET=" + nl.path, "WATCHDOG_USEC=1000000", server.EnvStatsTiming + "=500ms,60s"}, nil,
-		udpstpBin, "server", "-p", fmt.Sprint(port), "-G", filepath.Join(statsDir, "stats_%Y%m%d-%H%M%S.json"), "127.0.0.1")
+		udpstpBin, "server", "--drain-timeout", "0", "-p", fmt.Sprint(port), "-G", filepath.Join(statsDir, "stats_%Y%m%d-%H%M%S.json"), "127.0.0.1")
 	nl.waitFor(t, 0, "READY=1", is("READY=1"), await.Deadline)
 	result := filepath.Join(t.TempDir(), "result.json")
 	client := spawnClient(t, "-d", "-t", "10", "-p", fmt.Sprint(port), "--output", result, "127.0.0.1")
@@ -644,5 +645,14 @@ func TestServiceOptions(t *testing.T) {
 	_, lo = mustServer(t, "--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64")
 	if so := lo.Service; so.TestPorts != (control.PortRange{Lo: 40000, Hi: 40999}) || so.PerSource != 64 || so.SourcePrefix6 != 64 {
 		t.Errorf("admission options: %+v", so)
+	}
+	for arg, want := range map[string]time.Duration{"90s": 90 * time.Second, "0": 0, "1.5": 1500 * time.Millisecond, "1h": time.Hour} {
+		_, lo = mustServer(t, "--drain-timeout", arg)
+		if so := lo.Service; !so.DrainTimeoutSet || so.DrainTimeout != want {
+			t.Errorf("--drain-timeout %s: %v (set %v), want %v", arg, so.DrainTimeout, so.DrainTimeoutSet, want)
+		}
+	}
+	for _, bad := range []string{"-1s", "2d", "x", "86401"} {
+		mustFail(t, 50, []string{"server", "--drain-timeout", bad}, "--drain-timeout")
 	}
 }
