@@ -190,6 +190,7 @@ func TestClientOptions(t *testing.T) {
 		{[]string{"--export", "+meta.csv"}, func(c *cc) { c.ExportFile, c.ExportAll = "meta.csv", true }},
 		{[]string{"-E", "eth0"}, func(c *cc) { c.Interface = "eth0" }},
 		{[]string{"-E", "veth-udpstp0123", "-M"}, func(c *cc) { c.Interface, c.InterfaceMax = "veth-udpstp0123", true }},
+		{[]string{"--extensions"}, func(c *cc) { c.Extensions = true }},
 		{[]string{"--json-stream"}, func(c *cc) { c.Format = "json" }},
 		{[]string{"--json-stream", "-f", "jsonb"}, func(c *cc) { c.Format = "jsonb" }},
 		{[]string{"--progress", "Never"}, func(c *cc) {}}, // localOptions, checked below
