@@ -44,8 +44,9 @@ type line struct {
 type dot struct{ X, Y float64 }
 
 type tick struct {
-	Pos   float64
-	Label string
+	Pos    float64
+	Label  string
+	Anchor string // the label's text-anchor: the range's ends stay inside
 }
 
 // seriesSpec is one line: a figure of the results a direction selects.
@@ -184,7 +185,14 @@ func xTicks(v view) []tick {
 	span := v.Now.Sub(v.Since)
 	for i := 0; i <= 5; i++ {
 		t := v.Since.Add(span * time.Duration(i) / 5)
-		ts = append(ts, tick{Pos: xOf(t, v), Label: t.Local().Format(layout)})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 5:
+			anchor = "end"
+		}
+		ts = append(ts, tick{Pos: xOf(t, v), Label: t.Local().Format(layout), Anchor: anchor})
 	}
 	return ts
 }
