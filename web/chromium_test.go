@@ -17,8 +17,6 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/udpstp/udpstp/store"
 )
 
 // screenshotDir keeps the Chromium tests' screenshots with the test
@@ -275,16 +273,4 @@ func sortedCopy(s []string) []string {
 		}
 	}
 	return c
-}
-
-// newTestStore is the store the browser tests read: SQLite where this
-// build has its engine, else the tests' memStore.
-func newTestStore(t *testing.T) store.Store {
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "results.db"))
-	if err != nil {
-		t.Logf("no SQLite engine (%v): the tests' memory store", err)
-		return &memStore{}
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }

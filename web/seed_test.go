@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,17 @@ var idCounter atomic.Int64
 // newID is a fresh UUID for a test's result.
 func newID() string {
 	return fmt.Sprintf("00000000-0000-4000-8000-%012x", idCounter.Add(1))
+}
+
+// newTestStore is a SQLite store in the test's temporary directory.
+func newTestStore(t testing.TB) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // sampleDoc is a real result document (a two-connection downstream test).
