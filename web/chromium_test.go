@@ -5,6 +5,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -217,6 +218,42 @@ func TestChromiumPages(t *testing.T) {
 		}
 		agent.wait()
 		b.screenshot(t, "chromium-run-now.png")
+	})
+
+	// Another origin's page (another port: same site, other origin) posts
+	// the form to /run by itself, once without the token and once with it
+	// (as if it had leaked): the browser's own Origin and Sec-Fetch-Site
+	// make both a 403, and no test starts.
+	t.Run("cross-origin POST", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("form.run")))
+		tok := eval[string](t, b, `document.querySelector('form.run input[name=csrf]').value`)
+		for _, withToken := range []bool{false, true} {
+			field := ""
+			if withToken {
+				field = `<input name="csrf" value="` + tok + `">`
+			}
+			evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/run"><input name="test" value="%s">%s</form>
+<script>document.getElementById("f").submit()</script>`, srv.URL, sd.tests[0], field)
+			}))
+			b.do(t, chromedp.Navigate(evil.URL))
+			// The form's answer, whatever it is, is a page of srv.
+			poll(t, b, `location.origin === "`+srv.URL+`" && document.readyState === "complete"`)
+			body := eval[string](t, b, `document.body.textContent`)
+			evil.Close()
+			if !strings.Contains(body, "refused") {
+				t.Errorf("the other origin's POST (token %v) got %.80q…", withToken, body)
+			}
+			if r := agent.Running(); r != "" {
+				t.Fatalf("the other origin's POST (token %v) started %s", withToken, r)
+			}
+		}
+		// The browser's log of the refusals themselves is expected.
+		for _, p := range b.problems() {
+			if !strings.Contains(p, "403") {
+				t.Errorf("the browser's console: %s", p)
+			}
+		}
 	})
 
 	t.Run("result", func(t *testing.T) {
