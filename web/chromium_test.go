@@ -168,6 +168,9 @@ func noOverflow(t *testing.T, b *browser, page string) {
 // and fleet pages show what the store holds, and at a phone's width
 // (390 px) no page scrolls sideways. A screenshot of each page is kept.
 func TestChromiumPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Chromium is a process the race detector does not see (make unit runs this test)")
+	}
 	b := newBrowser(t)
 	st := newTestStore(t)
 	now := time.Now().Truncate(time.Second)
