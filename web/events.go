@@ -5,7 +5,6 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"sync/atomic"
 	"time"
 )
 
@@ -18,8 +17,6 @@ const (
 	eventPing       = 25 * time.Second
 	eventWrite      = 10 * time.Second
 )
-
-var eventStreams atomic.Int32
 
 // progress is what the page's script gets of an event of the running
 // test: the figures it shows, not the event's whole data (the "end"
@@ -58,12 +55,12 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent) // an EventSource stops asking
 		return
 	}
-	if eventStreams.Add(1) > maxEventStreams {
-		eventStreams.Add(-1)
+	if s.streams.Add(1) > maxEventStreams {
+		s.streams.Add(-1)
 		http.Error(w, "too many pages follow the tests: try later", http.StatusServiceUnavailable)
 		return
 	}
-	defer eventStreams.Add(-1)
+	defer s.streams.Add(-1)
 	ch, unsubscribe := a.Subscribe()
 	defer unsubscribe()
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/udpstp/udpstp/store"
@@ -70,6 +71,8 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	start time.Time
+	// streams counts the pages following /events (maxEventStreams).
+	streams atomic.Int32
 }
 
 // Handler serves the page for cfg.
