@@ -207,8 +207,22 @@ func TestChromiumPages(t *testing.T) {
 		if n := eval[int](t, b, `document.querySelectorAll('tr[data-id="`+runID+`"]').length`); n != 0 {
 			t.Fatalf("the new result's row is there before the run")
 		}
+		// The test is held running until its progress has shown.
+		agent.release = make(chan struct{})
 		b.do(t, chromedp.Click(chromedp.CSS("form.run button")))
 		// Polls are bounded by the browser's context's deadline.
+		poll(t, b, `document.getElementById("status").textContent.includes("Sub-Interval 3, 300.5 Mbit/s")`)
+		if !eval[bool](t, b, `[...document.querySelectorAll("form.run button")].every(b => b.disabled)`) {
+			t.Error("the run buttons are enabled while a test runs")
+		}
+		// A page that did not hear of the run (its button enabled) asks
+		// anyway: refused politely, said on the page.
+		eval[bool](t, b, `(() => { const b = document.querySelectorAll("form.run button")[1]; b.disabled = false; b.click(); return true })()`)
+		poll(t, b, `document.getElementById("status").className === "refused"`)
+		if s := eval[string](t, b, `document.getElementById("status").textContent`); !strings.Contains(s, sd.tests[0]+" is running") {
+			t.Errorf("the refusal says %q", s)
+		}
+		close(agent.release)
 		poll(t, b, `document.querySelector('tr[data-id="`+runID+`"]') !== null`)
 		if !eval[bool](t, b, `window.notReloaded === true`) {
 			t.Error("the page was reloaded")
