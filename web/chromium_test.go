@@ -226,6 +226,9 @@ func TestChromiumPages(t *testing.T) {
 		if n := eval[int](t, b, `document.querySelectorAll('tr[data-id="`+runID+`"]').length`); n != 0 {
 			t.Fatalf("the new result's row is there before the run")
 		}
+		// The page follows the events before the test starts, or it would
+		// miss them.
+		poll(t, b, `document.getElementById("status").dataset.stream === "open"`)
 		// The test is held running until its progress has shown.
 		agent.release = make(chan struct{})
 		b.do(t, chromedp.Click(chromedp.CSS("form.run button")))

@@ -54,7 +54,11 @@
 
   if (status && status.dataset.events && window.EventSource) {
     var es = new EventSource(status.dataset.events);
-    es.addEventListener("state", function (e) { events++; setRunning(JSON.parse(e.data).running); });
+    es.addEventListener("state", function (e) {
+      events++;
+      status.dataset.stream = "open"; // the server has subscribed this page
+      setRunning(JSON.parse(e.data).running);
+    });
     es.addEventListener("progress", function (e) {
       events++;
       var p = JSON.parse(e.data), text = "Running " + (p.test || "a test");
