@@ -36,6 +36,8 @@ type Options struct {
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
 	AuthKey string
 	KeyFile string
+
+	Archive ArchiveOptions // --archive, --store and theirs (archive.go)
 }
 
 // Defaults of the service options.
@@ -80,7 +82,7 @@ func ParseLogLevel(s string) (slog.Level, error) {
 // where the command line meant. (OB-UDPST resolves them against / after
 // its chdir; a relative -G then lands in /.)
 func (so *Options) absPaths() error {
-	for _, p := range []*string{&so.LogFile, &so.StatsFile, &so.KeyFile} {
+	for _, p := range []*string{&so.LogFile, &so.StatsFile, &so.KeyFile, &so.Archive.Dir, &so.Archive.KeyFile} {
 		if *p == "" {
 			continue
 		}
