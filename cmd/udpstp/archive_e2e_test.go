@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/udpstp/udpstp/internal/await"
 	"github.com/udpstp/udpstp/server/archive"
+	"github.com/udpstp/udpstp/store"
 )
 
 // archived is the part of an archive record the tests read.
@@ -120,20 +122,21 @@ func checkArchived(t *testing.T, rec archived, dir string, r testResult) {
 // per test, in order, with its direction, its Sub-Intervals as the client
 // reported them, the client as a pseudonym (the same for each test, not
 // its address); the key file is made 0600; a clean stop leaves no .part
-// file. With --archive-addresses=plain the address is kept.
+// file; --store (SQLite) holds the same records as server results. With
+// --archive-addresses=plain the address is kept.
 func TestServerArchive(t *testing.T) {
 	e2e(t)
 	ob := optionalUdpstBin(t)
 	for _, plain := range []bool{false, true} {
 		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
 			tmp := t.TempDir()
-			arc, key := filepath.Join(tmp, "archive"), filepath.Join(tmp, "archive.key")
+			arc, key, db := filepath.Join(tmp, "archive"), filepath.Join(tmp, "archive.key"), filepath.Join(tmp, "results.db")
 			port := freePort(t, "127.0.0.1")
-			args := []string{"server", "-p", fmt.Sprint(port), "--archive", arc}
+			args := []string{"server", "-p", fmt.Sprint(port), "--archive", arc, "--archive-name", "srv1"}
 			if plain {
 				args = append(args, "--archive-addresses", "plain")
 			} else {
-				args = append(args, "--archive-key", key)
+				args = append(args, "--archive-key", key, "--store", "sqlite:"+db)
 			}
 			srv := spawnServer(t, udpstpBin, append(args, "127.0.0.1")...)
 			type run struct {
@@ -187,8 +190,38 @@ func TestServerArchive(t *testing.T) {
 				if err != nil || fi.Mode().Perm() != 0o600 {
 					t.Errorf("key file: %v, %v", fi, err)
 				}
+				checkStored(t, "sqlite:"+db, recs)
 			}
 		})
+	}
+}
+
+// checkStored holds the store's server results to the archive's records:
+// the same tests, each once, their figures and the record as the Doc.
+func checkStored(t *testing.T, spec string, recs []archived) {
+	t.Helper()
+	st, err := store.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rs, err := st.List(context.Background(), store.Filter{Origin: store.OriginServer})
+	if err != nil || len(rs) != len(recs) {
+		t.Fatalf("store: %d results for %d records: %v", len(rs), len(recs), err)
+	}
+	for _, rec := range recs {
+		r, err := st.Get(context.Background(), rec.UUID)
+		if err != nil {
+			t.Fatalf("store: record %s: %v", rec.UUID, err)
+		}
+		var doc archived
+		if err := json.Unmarshal(r.Doc, &doc); err != nil || doc.UUID != rec.UUID {
+			t.Errorf("store: %s: Doc %v %q", rec.UUID, err, r.Doc)
+		}
+		if r.Direction != rec.Direction || r.Client != rec.Client || r.Server != "srv1" || r.Status != store.StatusOK ||
+			r.MaxMbps == nil || *r.MaxMbps != *rec.Summary.MaxMbps {
+			t.Errorf("store: %+v for record %+v", r, rec)
+		}
 	}
 }
 
