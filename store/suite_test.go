@@ -490,3 +490,20 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 		t.Errorf("the error does not say the store is newer: %v", err)
 	}
 }
+
+// badSpecs checks that Open refuses each spec with an error that says
+// the text it maps to, and never shows a password ("secret").
+func badSpecs(t *testing.T, specs map[string]string) {
+	t.Helper()
+	for spec, want := range specs {
+		s, err := Open(context.Background(), spec)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) worked", spec)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): %v; want it to say %q, without the password", spec, err, want)
+		}
+	}
+}
