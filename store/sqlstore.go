@@ -362,8 +362,9 @@ func (s *sqlStore) Fleet(ctx context.Context, f Filter) (*Fleet, error) {
 	return out, nil
 }
 
-// fleetServers counts per server and status, with the capacity
-// histogram's buckets as sums of CASEs; Go only adds up the statuses.
+// fleetServers counts per server, status and capacity bucket (one CASE
+// gives a maximum's bucket: one comparison chain per row, not one sum per
+// bucket); Go only adds the counts up.
 func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error {
 	q := s.fleetServersQuery(f)
 	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
@@ -374,13 +375,9 @@ func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error
 	var cur *ServerSummary
 	for rows.Next() {
 		var server, status string
+		var bucket sql.NullInt64
 		var n int
-		caps := make([]sql.NullInt64, len(CapacityEdges))
-		dest := []any{&server, &status, &n}
-		for i := range caps {
-			dest = append(dest, &caps[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&server, &status, &bucket, &n); err != nil {
 			return err
 		}
 		if cur == nil || cur.Server != server {
@@ -391,8 +388,8 @@ func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error
 		}
 		cur.Tests += n
 		cur.ByStatus[Status(status)] += n
-		for i, c := range caps {
-			cur.Capacity[i] += int(c.Int64)
+		if bucket.Valid && bucket.Int64 >= 0 && bucket.Int64 < int64(len(cur.Capacity)) {
+			cur.Capacity[bucket.Int64] += n
 		}
 	}
 	return rows.Err()
@@ -400,17 +397,15 @@ func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error
 
 func (s *sqlStore) fleetServersQuery(f Filter) *query {
 	q := s.q()
-	q.sql("SELECT server, status, COUNT(*)")
-	for i, lo := range CapacityEdges {
-		q.sql(", SUM(CASE WHEN max_mbps >= " + edge(lo))
-		if i+1 < len(CapacityEdges) {
-			q.sql(" AND max_mbps < " + edge(CapacityEdges[i+1]))
-		}
-		q.sql(" THEN 1 ELSE 0 END)")
+	// The bucket of a maximum: the highest edge at or below it; none for
+	// no maximum (or a negative one).
+	q.sql("SELECT server, status, CASE")
+	for i := len(CapacityEdges) - 1; i >= 0; i-- {
+		q.sql(" WHEN max_mbps >= " + edge(CapacityEdges[i]) + " THEN " + strconv.Itoa(i))
 	}
-	q.sql(" FROM ")
+	q.sql(" END, COUNT(*) FROM ")
 	q.selected(f, "server, status, max_mbps")
-	q.sql(" GROUP BY server, status ORDER BY server, status")
+	q.sql(" GROUP BY 1, 2, 3 ORDER BY 1, 2")
 	return q
 }
 
