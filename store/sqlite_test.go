@@ -107,6 +107,46 @@ func TestSQLiteReaderWhileWriter(t *testing.T) {
 	}
 }
 
+// TestSQLiteTwoWriters: two stores on one file (two processes: the agent
+// and the server's archive, say) write at once; each waits for the
+// other's write (busy_timeout) instead of failing with "database is
+// locked".
+func TestSQLiteTwoWriters(t *testing.T) {
+	spec := sqliteSpec(t)
+	ctx := context.Background()
+	const each = 100
+	errs := make(chan error, 2)
+	for w := range 2 {
+		s, err := Open(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		go func() {
+			for i := range each {
+				if err := s.Put(ctx, result(w*each+i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.List(ctx, Filter{}); err != nil || len(got) != 2*each {
+		t.Fatalf("%d rows, %v; want %d", len(got), err, 2*each)
+	}
+}
+
 // The crash test's child: TestSQLiteCrash runs the test binary again with
 // this test and UDPSTP_CRASH_STORE set; it writes results until it is
 // killed, appending each acknowledged ID (Put returned) to the file

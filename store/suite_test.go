@@ -356,6 +356,11 @@ func suitePrune(t *testing.T, s Store) {
 	if !reflect.DeepEqual(ids(left), want) {
 		t.Errorf("after Prune: %v, want %v", ids(left), want)
 	}
+	// Their documents went with them.
+	var docs int
+	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM result_docs").Scan(&docs); err != nil || docs != 4 {
+		t.Errorf("after Prune: %d documents, %v; want 4", docs, err)
+	}
 	if n, err := s.Prune(ctx, Retention{MaxCount: 4}); err != nil || n != 0 {
 		t.Errorf("Prune again: %d, %v", n, err)
 	}
