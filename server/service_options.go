@@ -92,5 +92,13 @@ func (so *Options) absPaths() error {
 		}
 		*p = a
 	}
+	// A SQLite store is a file too (the archive's --store).
+	if path, ok := strings.CutPrefix(so.Archive.Store, "sqlite:"); ok && path != "" && !filepath.IsAbs(path) {
+		a, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		so.Archive.Store = "sqlite:" + a
+	}
 	return nil
 }
