@@ -34,6 +34,8 @@ type Server struct {
 	replay  *replayCache
 	eps     *episodes
 	grace   time.Duration
+	// onTestEnd is ServerOptions.OnTestEnd.
+	onTestEnd func(*TestRecord)
 
 	Counters ServerCounters
 
@@ -78,6 +80,12 @@ type ServerOptions struct {
 	// ShutdownGrace bounds how long Serve waits, once stopped, for the
 	// running tests to finish their stop handshake; 0: DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// OnTestEnd, if set, receives the record of every activated Test
+	// Connection when its Data Phase has ended (the server's archive),
+	// on the Test Connection's own goroutine, never an Engine Thread's.
+	// It may keep the record; it should return soon, as the Test
+	// Connection's slot is released after it returns.
+	OnTestEnd func(*TestRecord)
 }
 
 // The refusal answer budget per source (an IPv6 source by its /64): far
@@ -101,20 +109,21 @@ func NewServer(cfg ServerConfig, n Network, log *slog.Logger) (*Server, error) {
 // by someone else, a per-source limit on Setup Requests.
 func NewServerWith(cfg ServerConfig, n Network, log *slog.Logger, o ServerOptions) (*Server, error) {
 	s := &Server{
-		cfg:     cfg,
-		net:     n,
-		log:     log,
-		table:   dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
-		adm:     admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
-		limit:   newSourceLimiter(o.SetupRate, o.SetupBurst),
-		answers: newSourceLimiter(refusalAnswerRate, refusalAnswerBurst),
-		replay:  newReplayCache(replayCacheMax),
-		eps:     newEpisodes(log),
-		grace:   o.ShutdownGrace,
-		active:  map[*serverConn]struct{}{},
-		ended:   make(chan struct{}),
-		drained: make(chan struct{}),
-		now:     time.Now,
+		cfg:       cfg,
+		net:       n,
+		log:       log,
+		table:     dataphase.BuildRateTable(dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU}),
+		adm:       admission{maxConns: cfg.MaxConnections, maxBW: cfg.MaxBandwidth},
+		limit:     newSourceLimiter(o.SetupRate, o.SetupBurst),
+		answers:   newSourceLimiter(refusalAnswerRate, refusalAnswerBurst),
+		replay:    newReplayCache(replayCacheMax),
+		eps:       newEpisodes(log),
+		grace:     o.ShutdownGrace,
+		onTestEnd: o.OnTestEnd,
+		active:    map[*serverConn]struct{}{},
+		ended:     make(chan struct{}),
+		drained:   make(chan struct{}),
+		now:       time.Now,
 	}
 	s.keys.Store(cfg.Keys)
 	if s.grace <= 0 {

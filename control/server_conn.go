@@ -29,6 +29,9 @@ type serverConn struct {
 	at    time.Time      // when its Setup was accepted
 	dp    DataPhase
 	log   connLog
+	// The Test Activation as the client asked it and as it was granted,
+	// for the test's record (testrecord.go).
+	requested, granted ActivationPDU
 
 	// Under Server.mu: shutdown closed the socket before its Data Phase
 	// started; a newer Setup evicted it while it awaited activation; its
@@ -97,8 +100,15 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	// events come on the executor's thread, the line on this one.
 	var maxMbps atomic.Uint64 // math.Float64bits
 	validated := false        // read on the executor's thread only
+	var rec *testRecorder     // the executor's until the Data Phase is done
+	if s.onTestEnd != nil {
+		rec = newTestRecorder(sc, peer, req, !core.LoadSender())
+	}
 	onEvent := func(ev dataphase.Event) {
 		s.countEvent(&ev, core.LoadSender())
+		if rec != nil {
+			rec.event(&ev)
+		}
 		if !validated && core.Validated() {
 			// The peer showed it receives (dataphase/amplification.go):
 			// its source is trusted (pending.go).
@@ -164,6 +174,12 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 	started := time.Now()
 	<-sc.dp.Done()
 	r := dataphase.EndReason(endReason.Load())
+	if rec != nil {
+		// Off the Engine Threads: this goroutine only waited.
+		rec.rec.Start, rec.rec.End = started, time.Now()
+		rec.rec.ErrorStatus, rec.rec.EndReason = int(status.Load()), r
+		s.onTestEnd(&rec.rec)
+	}
 	s.Counters.end(core.LoadSender(), r)
 	// One line per test, never per datagram: who, which way, the highest
 	// Sub-Interval rate (IP layer, as the receiving end counted it), the
@@ -277,6 +293,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 		if ta.ECNCEThresh != 0 && !legacy {
 			recvTOS = sc.sock.EnableRecvTOS(v4) == nil
 		}
+		sc.requested = ta
 		Coerce(&ta, legacy, Limits{
 			MaxTestTime: s.cfg.MaxTestTime, MaxDSCPECN: s.cfg.MaxDSCPECN,
 			MaxRateIndex: s.cfg.MaxRateIndex, AllowRandom: s.cfg.AllowRandom,
@@ -289,6 +306,7 @@ func (s *Server) activate(sc *serverConn, req SetupPDU, keys SessionKeys, legacy
 				ta.DSCPECN, ta.ECNCEThresh = 0, 0
 			}
 		}
+		sc.granted = ta
 		out := ta.Encode(make([]byte, ActivationLen), legacy)
 		if len(out) == taLen {
 			// Protocol 20 re-signs or clears the auth block; every

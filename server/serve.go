@@ -81,6 +81,20 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	}
 	defer mx.close()
 
+	arc, err := openArchive(ctx, so.Archive, log)
+	if err != nil {
+		return exitError("ERROR: "+err.Error(), ExitInit)
+	}
+	var onTestEnd func(*control.TestRecord)
+	if arc != nil {
+		onTestEnd = arc.Add
+		defer func() {
+			if err := arc.Close(); err != nil {
+				log.Error("archive: closing", "err", err)
+			}
+		}()
+	}
+
 	socks, err := activatedSockets()
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
@@ -91,6 +105,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 		Sockets:   socks,
 		SetupRate: float64(so.SetupRate), SetupBurst: SetupBurst(so.SetupRate),
 		TestPorts: so.TestPorts, MaxConnsPerSource: so.PerSource, SourcePrefix6: so.SourcePrefix6,
+		OnTestEnd: onTestEnd,
 	})
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)

@@ -43,6 +43,8 @@ type Options struct {
 	// The key sources, kept for a reload on SIGHUP: -a and the -K path.
 	AuthKey string
 	KeyFile string
+
+	Archive ArchiveOptions // --archive, --store and theirs (archive.go)
 }
 
 // Defaults of the service options.
@@ -96,7 +98,7 @@ func ParseLogLevel(s string) (slog.Level, error) {
 // where the command line meant. (OB-UDPST resolves them against / after
 // its chdir; a relative -G then lands in /.)
 func (so *Options) absPaths() error {
-	for _, p := range []*string{&so.LogFile, &so.StatsFile, &so.KeyFile} {
+	for _, p := range []*string{&so.LogFile, &so.StatsFile, &so.KeyFile, &so.Archive.Dir, &so.Archive.KeyFile} {
 		if *p == "" {
 			continue
 		}
@@ -105,6 +107,14 @@ func (so *Options) absPaths() error {
 			return err
 		}
 		*p = a
+	}
+	// A SQLite store is a file too (the archive's --store).
+	if path, ok := strings.CutPrefix(so.Archive.Store, "sqlite:"); ok && path != "" && !filepath.IsAbs(path) {
+		a, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		so.Archive.Store = "sqlite:" + a
 	}
 	return nil
 }

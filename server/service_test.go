@@ -122,6 +122,15 @@ func TestAbsPaths(t *testing.T) {
 	if err := so.absPaths(); err != nil || !filepath.IsAbs(so.LogFile) || !filepath.IsAbs(so.StatsFile) || !filepath.IsAbs(so.KeyFile) {
 		t.Errorf("absPaths: %v %+v", err, so)
 	}
+	so = Options{Archive: ArchiveOptions{Dir: "arc", KeyFile: "arc.key", Store: "sqlite:results.db"}}
+	if err := so.absPaths(); err != nil || !filepath.IsAbs(so.Archive.Dir) || !filepath.IsAbs(so.Archive.KeyFile) ||
+		!filepath.IsAbs(strings.TrimPrefix(so.Archive.Store, "sqlite:")) {
+		t.Errorf("absPaths: %v %+v", err, so.Archive)
+	}
+	so = Options{Archive: ArchiveOptions{Store: "postgres://h/db"}}
+	if so.absPaths(); so.Archive.Store != "postgres://h/db" {
+		t.Errorf("absPaths changed a URL: %q", so.Archive.Store)
+	}
 }
 
 // TestJournalLines: under journald a line has no time of its own and

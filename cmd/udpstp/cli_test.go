@@ -260,6 +260,8 @@ func TestServerOptions(t *testing.T) {
 		{[]string{"--log-format", "json", "--log-level", "warn", "--setup-rate", "0"}, func(s *sc) {}},
 		{[]string{"--metrics-listen", "127.0.0.1:24602"}, func(s *sc) {}},
 		{[]string{"--drain-timeout", "90s"}, func(s *sc) {}},
+		{[]string{"--archive", "arc", "--store", "sqlite:x.db", "--archive-key", "k", "--archive-addresses", "plain",
+			"--archive-max-size", "2", "--archive-max-age", "10m", "--archive-retention", "720h", "--archive-name", "n"}, func(s *sc) {}},
 		{[]string{"--test-ports", "40000-40999", "--max-conns-per-source", "64", "--source-prefix6", "64"}, func(s *sc) {}},
 		{[]string{"127.0.0.1"}, func(s *sc) { s.BindAddrs = []string{"127.0.0.1"} }},
 		{[]string{"127.0.0.1:25000"}, func(s *sc) { s.BindAddrs, s.Port = []string{"127.0.0.1"}, 25000 }},

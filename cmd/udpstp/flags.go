@@ -85,18 +85,20 @@ type option struct {
 
 // Limits not in control's constants.
 const (
-	maxBimodal   = control.MaxTestIntTime * 1000 / control.MinSubIntPeriod // 36000
-	maxKeyID     = 255
-	maxPort      = 65535
-	maxCEThresh  = 255
-	maxSlowAdj   = 65535
-	maxHSDelta   = 255
-	maxSeqErr    = 65535
-	minLogSizeKB = 10
-	maxLogSizeKB = 1000000
-	maxSetupRate = 1000000
-	maxRepeat    = 1000
-	maxPause     = 3600 // s
+	maxBimodal = control.MaxTestIntTime * 1000 / control.MinSubIntPeriod // 36000
+	maxKeyID   = 255
+	maxPort    = 65535
+	// maxArchiveSizeMB bounds --archive-max-size (1 TiB).
+	maxArchiveSizeMB = 1 << 20
+	maxCEThresh      = 255
+	maxSlowAdj       = 65535
+	maxHSDelta       = 255
+	maxSeqErr        = 65535
+	minLogSizeKB     = 10
+	maxLogSizeKB     = 1000000
+	maxSetupRate     = 1000000
+	maxRepeat        = 1000
+	maxPause         = 3600 // s
 )
 
 const (
@@ -266,6 +268,31 @@ var options = []option{
 	{name: "drain-timeout", role: forServer, kind: text, lo: 0, hi: maxDrainTimeout, category: catService,
 		usage: "on SIGTERM stop admitting and let running tests finish for up to `duration` (30s, 1h, or seconds; 0: stop at once); a second SIGTERM or SIGINT stops at once",
 		def:   "the longest test granted (-t) + 10s", wrongRole: "ERROR: Drain timeout only valid when server"},
+	// The server's archive (docs/fleet.md).
+	{name: "archive", role: forServer, kind: text, category: catService,
+		usage: "keep a record of every test served in `DIR`: gzipped NDJSON files, rotated", def: "off",
+		wrongRole: "ERROR: Archive only valid when server"},
+	{name: "store", role: forServer, kind: text, category: catService,
+		usage: "also put each test's record in the result store `SPEC`: sqlite:PATH or postgres://...", def: "off",
+		wrongRole: "ERROR: Result store only valid when server"},
+	{name: "archive-key", role: forServer, kind: text, category: catService,
+		usage: "key `FILE` of the client pseudonyms (HMAC-SHA256); made, mode 0600, if absent", def: "a key per run",
+		wrongRole: "ERROR: Archive key only valid when server"},
+	{name: "archive-addresses", role: forServer, kind: text, category: catService,
+		usage: "client addresses in the records: `how`, pseudonym or plain", def: "pseudonym",
+		values: []string{"pseudonym", "plain"}, wrongRole: "ERROR: Archive addresses only valid when server"},
+	{name: "archive-max-size", role: forServer, kind: decimal, lo: 1, hi: maxArchiveSizeMB, category: catService,
+		usage: "finish an archive file at `MiB` (compressed)", def: "64",
+		wrongRole: "ERROR: Archive file size only valid when server"},
+	{name: "archive-max-age", role: forServer, kind: text, category: catService,
+		usage: "finish an archive file this `duration` after it was begun: 1h, 10m", def: "1h",
+		wrongRole: "ERROR: Archive file age only valid when server"},
+	{name: "archive-retention", role: forServer, kind: text, category: catService,
+		usage: "delete finished archive files older than `duration`: 720h (0 = keep them)", def: "0",
+		wrongRole: "ERROR: Archive retention only valid when server"},
+	{name: "archive-name", role: forServer, kind: text, category: catService,
+		usage: "this server's `name` in the records", def: "the host name",
+		wrongRole: "ERROR: Archive server name only valid when server"},
 }
 
 // maxDrainTimeout is --drain-timeout's largest value, s: a day.

@@ -6,6 +6,7 @@ package main
 import (
 	"net"
 	"strings"
+	"time"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/server"
@@ -43,6 +44,9 @@ func serviceOpts(v optionValues) (server.Options, error) {
 		so.DrainTimeoutSet = true
 	}
 	if so.MetricsListen, err = metricsListen(v); err != nil {
+		return so, err
+	}
+	if so.Archive, err = archiveOpts(v); err != nil {
 		return so, err
 	}
 	if v.set("stats-file") && so.StatsFile == "" {
@@ -83,6 +87,50 @@ func metricsListen(v optionValues) (string, error) {
 	}
 	if _, err := parseDecimal(opt("metrics-listen").String()+" port", port, 1, maxPort); err != nil {
 		return "", err
+	}
+	return a, nil
+}
+
+// archiveOpts reads --archive, --store and the options that go with them.
+func archiveOpts(v optionValues) (server.ArchiveOptions, error) {
+	a := server.ArchiveOptions{
+		Dir: v.text("archive"), Store: v.text("store"), KeyFile: v.text("archive-key"), Name: v.text("archive-name"),
+	}
+	for _, name := range []string{"archive", "store", "archive-key"} {
+		if v.set(name) && v.text(name) == "" {
+			return a, configError("ERROR: %s needs a value", opt(name))
+		}
+	}
+	if err := v.number("archive-max-size", &a.MaxSizeMB); err != nil {
+		return a, err
+	}
+	if v.set("archive-addresses") {
+		switch w := strings.ToLower(v.text("archive-addresses")); w {
+		case "pseudonym", "plain":
+			a.Plain = w == "plain"
+		default:
+			return a, configError("ERROR: '%s' is not a valid value for %s (pseudonym or plain)", v.text("archive-addresses"), opt("archive-addresses"))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"archive-max-age", &a.MaxAge}, {"archive-retention", &a.Retention}} {
+		if !v.set(d.name) {
+			continue
+		}
+		t, err := time.ParseDuration(v.text(d.name))
+		if err != nil || t < 0 || (d.name == "archive-max-age" && t == 0) {
+			return a, configError("ERROR: '%s' is not a valid duration for %s (1h, 10m, 30s)", v.text(d.name), opt(d.name))
+		}
+		*d.dst = t
+	}
+	if a.Dir == "" && a.Store == "" {
+		for _, name := range []string{"archive-key", "archive-addresses", "archive-max-size", "archive-max-age", "archive-retention", "archive-name"} {
+			if v.set(name) {
+				return a, configError("ERROR: %s needs %s or %s", opt(name), opt("archive"), opt("store"))
+			}
+		}
 	}
 	return a, nil
 }

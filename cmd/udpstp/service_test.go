@@ -655,4 +655,18 @@ func TestServiceOptions(t *testing.T) {
 	for _, bad := range []string{"-1s", "2d", "x", "86401"} {
 		mustFail(t, 50, []string{"server", "--drain-timeout", bad}, "--drain-timeout")
 	}
+	_, lo = mustServer(t, "--archive", "arc", "--store", "sqlite:x.db", "--archive-key", "k", "--archive-addresses", "PLAIN",
+		"--archive-max-size", "2", "--archive-max-age", "10m", "--archive-retention", "720h", "--archive-name", "n")
+	if a := lo.Service.Archive; a != (server.ArchiveOptions{Dir: "arc", Store: "sqlite:x.db", KeyFile: "k", Plain: true,
+		MaxSizeMB: 2, MaxAge: 10 * time.Minute, Retention: 720 * time.Hour, Name: "n"}) {
+		t.Errorf("archive options: %+v", a)
+	}
+	for _, bad := range [][]string{
+		{"--archive", "a", "--archive-addresses", "hashed"}, {"--archive", "a", "--archive-max-age", "0"},
+		{"--archive", "a", "--archive-retention", "-1h"}, {"--archive-key", "k"}, {"--archive", ""},
+	} {
+		if r := run(t, append([]string{"server"}, bad...)...); r.code == 0 || r.server != nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }
