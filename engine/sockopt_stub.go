@@ -22,6 +22,9 @@ const (
 
 var errNoSockopt = errors.New("socket options not supported on this platform")
 
+// sysENOBUFS stands for a refused send; no send is refused here.
+var sysENOBUFS = errNoSockopt
+
 func getsockoptInt(fd uintptr, level, opt int) (int, error) { return 0, errNoSockopt }
 
 func setsockoptInt(fd uintptr, level, opt, v int) error { return errNoSockopt }

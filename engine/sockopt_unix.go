@@ -17,6 +17,9 @@ const (
 	sysIPTOS       = syscall.IP_TOS
 	sysIPProtoIPv6 = syscall.IPPROTO_IPV6
 	sysIPv6TClass  = syscall.IPV6_TCLASS
+
+	// sysENOBUFS is a send refused for a full queue (tests play it).
+	sysENOBUFS = syscall.ENOBUFS
 )
 
 func getsockoptInt(fd uintptr, level, opt int) (int, error) {

@@ -22,6 +22,9 @@ const (
 	wsaEWOULDBLOCK = syscall.Errno(10035)
 	wsaENOBUFS     = syscall.Errno(10055)
 	fionread       = 0x4004667f // FIONREAD, winsock.h
+
+	// sysENOBUFS is a send refused for a full queue (tests play it).
+	sysENOBUFS = wsaENOBUFS
 )
 
 func getsockoptInt(fd uintptr, level, opt int) (int, error) {
