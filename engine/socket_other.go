@@ -40,7 +40,8 @@ type sysSocket struct {
 	stashed   bool
 	readErr   error // a read error met by the wait, for the next RecvBatch
 
-	wbuf []byte // one datagram assembled for the write
+	raw  rawReader // tryRead's (sockopt_*.go)
+	wbuf []byte    // one datagram assembled for the write
 	fill randomFiller
 
 	// sendFn, when set, replaces the write of datagram i of a plan of n,

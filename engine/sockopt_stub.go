@@ -31,6 +31,9 @@ func setsockoptInt(fd uintptr, level, opt, v int) error { return errNoSockopt }
 
 func isBackpressureErr(err error) bool { return false }
 
+// rawReader is empty: tryRead reads nothing here.
+type rawReader struct{}
+
 func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
 	return 0, netip.AddrPort{}, false, nil
 }

@@ -40,6 +40,9 @@ func isBackpressureErr(err error) bool {
 	return errors.Is(err, wsaENOBUFS) || errors.Is(err, wsaEWOULDBLOCK)
 }
 
+// rawReader is empty: tryRead reads through net.UDPConn here.
+type rawReader struct{}
+
 // tryRead reads one waiting datagram without waiting. Go's Windows sockets
 // are in blocking mode (it reads with overlapped I/O), so it asks FIONREAD
 // first and reads only when a datagram is queued.
