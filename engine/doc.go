@@ -46,7 +46,7 @@
 // by systemd), pktinfo_*.go (the address a control datagram was sent to, on
 // a wildcard socket).
 //
-// Built with -tags portable, Linux takes the other platforms' files (the
-// _linux.go files say !portable, the _other.go ones portable), so that
-// `make test` runs the fallback socket and executor here (DEVELOPERS.md).
+// Built with -tags portable, Linux takes the other platforms' files (its
+// own say !portable, the fallback's portable), so that `make test` runs
+// the fallback socket and executor here (DEVELOPERS.md).
 package engine
