@@ -32,10 +32,10 @@ LABCICASES := tbf-200M-down|tbf-200M-up|loss-1pct-down|delay-100M-down|multi-C4-
 # The go test | testreport pipelines fail when go test does, not only when
 # testreport does. Only theirs: with pipefail everywhere, a `... | grep -q`
 # fails whenever grep's early exit gives its writer SIGPIPE.
-unit race lab lab-ci: SHELL := /bin/bash
-unit race lab lab-ci: .SHELLFLAGS := -o pipefail -c
+unit race portable lab lab-ci: SHELL := /bin/bash
+unit race portable lab lab-ci: .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test prereq vet fmtcheck lint unit race lab lab-ci skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
+.PHONY: all build test prereq vet fmtcheck lint unit race portable lab lab-ci skipreport fuzz crossbuild systemd-check systemd-check-test-units bench demo man completion clean
 
 all: build
 
@@ -50,7 +50,7 @@ build:
 # is `make lab` and `make bench`). prereq runs first, alone (also under
 # -j): a missing tool stops the run at its start, not in its last step.
 test: prereq
-	@$(MAKE) --no-print-directory fmtcheck vet lint unit race fuzz crossbuild systemd-check
+	@$(MAKE) --no-print-directory fmtcheck vet lint unit race portable fuzz crossbuild systemd-check
 
 # prereq: the tools make test needs (.ci/prereq: the required ones stop it
 # with the apt-get line; the optional ones, whose tests skip, are listed).
@@ -88,6 +88,20 @@ unit:
 # counts are not judged there (internal/race).
 race:
 	$(GO) test -race -short -count=1 -timeout 25m -json $(PKGS) | $(TESTREPORT) -save $(REPORTDIR)/race.json
+
+# portable: the socket and executor of macOS, Windows and the BSDs
+# (engine/*_other.go: net.UDPConn, one Engine Thread per Test Connection)
+# run here, on Linux, built with -tags portable: vet, the engine's tests
+# (the contract suite among them; the pool's, GSO's and recvmmsg's are
+# Linux's, in !portable files), and one end-to-end test each way against
+# our server (TestLoopback) and, with UDPST_BIN, against OB-UDPST's and
+# OB-UDPST's client against ours (TestInterop; skipped, saying so, without
+# it). TestPortableBinary checks that the processes run the portable code.
+PORTABLERUN := ^(TestPortableBinary|TestLoopback|TestInterop)$$/^(down-v4|up-v4|-d|-u)$$/^auth=false$$
+portable:
+	$(GO) vet -tags portable $(PKGS)
+	$(GO) test -tags portable -count=1 -timeout 10m -json ./engine | $(TESTREPORT) -save $(REPORTDIR)/portable-engine.json
+	$(GO) test -tags portable -count=1 -timeout 10m -run '$(PORTABLERUN)' -json ./cmd/udpstp | $(TESTREPORT) -save $(REPORTDIR)/portable-e2e.json
 
 # lab: the timing-bound checks: the network lab's accuracy and throughput
 # (cmd/udpstp TestLab), the impairment lab (TestImpairLab, and the relay's

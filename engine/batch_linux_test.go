@@ -1,3 +1,5 @@
+//go:build !portable
+
 package engine
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/race"
 )
 
 // The kernel receive timestamp is the arrival, not the read: a datagram
@@ -582,5 +585,34 @@ func TestPendingTakenBeforeRetry(t *testing.T) {
 	}
 	if st.Counts[CountMessageTooBig] != 1 || st.Counts[CountConnRefused] != 1 || len(f.calls) != 2 {
 		t.Fatalf("stats %+v, %d calls", st, len(f.calls))
+	}
+}
+
+// The batched send and receive allocate nothing. Linux's only: the
+// fallback socket (socket_other.go, the portable build) goes through
+// net.UDPConn and syscall.Recvfrom, which allocate.
+func TestBatchAllocs(t *testing.T) {
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 1, 0, lens(20, 1222, 100)...)
+	for _, random := range []bool{false, true} {
+		sb.RandomFill = random
+		allocs := race.AllocsPerRun(200, func() {
+			if _, err := a.SendBatch(&sb); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
+					t.Fatal(err)
+				}
+				if rb.N == 0 {
+					break
+				}
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("random=%v: SendBatch+RecvBatch allocate %v times per call", random, allocs)
+		}
 	}
 }

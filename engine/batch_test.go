@@ -7,7 +7,6 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/race"
 )
 
 func TestSendRecvBatch(t *testing.T) {
@@ -126,33 +125,4 @@ func allZero(p []byte) bool {
 		}
 	}
 	return true
-}
-
-func TestBatchAllocs(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the fallback socket goes through net.UDPConn, which allocates")
-	}
-	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
-	var sb dataphase.SendBuffer
-	var rb dataphase.RecvBatch
-	fillPlan(&sb, 1, 0, lens(20, 1222, 100)...)
-	for _, random := range []bool{false, true} {
-		sb.RandomFill = random
-		allocs := race.AllocsPerRun(200, func() {
-			if _, err := a.SendBatch(&sb); err != nil {
-				t.Fatal(err)
-			}
-			for {
-				if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
-					t.Fatal(err)
-				}
-				if rb.N == 0 {
-					break
-				}
-			}
-		})
-		if allocs != 0 {
-			t.Fatalf("random=%v: SendBatch+RecvBatch allocate %v times per call", random, allocs)
-		}
-	}
 }

@@ -1,11 +1,15 @@
+//go:build !portable
+
 package engine
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/race"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,5 +46,46 @@ func TestTimerSlack(t *testing.T) {
 				t.Fatalf("timer slack leaked to another thread")
 			}
 		})
+	}
+}
+
+// A steady turn (sends, reads, wait) allocates nothing. Linux's only: the
+// fallback socket (socket_other.go, the portable build) goes through
+// net.UDPConn, which allocates.
+func TestConnTurnAllocs(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
+	core := newFakeCore(20*time.Microsecond, 0)
+	events := 0
+	c := newConn(a, core, func(dataphase.Event) { events++ }, nil)
+	defer c.wk.Close()
+	var sb dataphase.SendBuffer
+	var rb dataphase.RecvBatch
+	fillPlan(&sb, 1, 0, lens(5, 300)...)
+	step := func() {
+		if _, err := b.SendBatch(&sb); err != nil {
+			t.Fatal(err)
+		}
+		if c.turn() {
+			c.readable = true
+		} else {
+			c.waitTurn()
+		}
+		if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20 {
+		step()
+	}
+	allocs := race.AllocsPerRun(500, step)
+	st := c.Stats()
+	t.Logf("allocs per turn %v; core sent %d, received %d; stats %+v", allocs, core.sentOK, core.received.Load(), st)
+	if allocs != 0 {
+		t.Fatalf("a steady turn allocates %v times", allocs)
+	}
+	if core.sentOK == 0 || core.received.Load() == 0 || st.Wakeups == 0 {
+		t.Fatal("the turns did not send, read and wait")
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"net"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/race"
 )
 
 // fakeCore sends one datagram every interval for runFor from its first
@@ -350,53 +348,8 @@ func TestSocketClosed(t *testing.T) {
 	}
 }
 
-// A steady turn (sends, reads, wait) allocates nothing.
-func TestConnTurnAllocs(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the fallback socket goes through net.UDPConn")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
-	core := newFakeCore(20*time.Microsecond, 0)
-	events := 0
-	c := newConn(a, core, func(dataphase.Event) { events++ }, nil)
-	defer c.wk.Close()
-	var sb dataphase.SendBuffer
-	var rb dataphase.RecvBatch
-	fillPlan(&sb, 1, 0, lens(5, 300)...)
-	step := func() {
-		if _, err := b.SendBatch(&sb); err != nil {
-			t.Fatal(err)
-		}
-		if c.turn() {
-			c.readable = true
-		} else {
-			c.waitTurn()
-		}
-		if err := b.RecvBatch(&rb, dataphase.MaxRecv); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 20 {
-		step()
-	}
-	allocs := race.AllocsPerRun(500, step)
-	st := c.Stats()
-	t.Logf("allocs per turn %v; core sent %d, received %d; stats %+v", allocs, core.sentOK, core.received.Load(), st)
-	if allocs != 0 {
-		t.Fatalf("a steady turn allocates %v times", allocs)
-	}
-	if core.sentOK == 0 || core.received.Load() == 0 || st.Wakeups == 0 {
-		t.Fatal("the turns did not send, read and wait")
-	}
-}
-
 // ENOBUFS on every send: the executor backs off instead of spinning.
 func TestBackoffNoSpin(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("needs the injectable sendmmsg")
-	}
 	for _, r := range runners {
 		t.Run(r.name, func(t *testing.T) {
 			a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})

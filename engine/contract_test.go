@@ -2,13 +2,15 @@ package engine
 
 // The contract suite: the same tests run against every executor, the
 // simulator (virtual time), the Engine Thread per Test Connection and the
-// pool, with one Test Connection per pool and with 32 on one Engine Thread
-// (real sockets on loopback). What they check is the executor's side of the Data
-// Phase interface: every plan gets its send and its Sent count, nothing is
-// sent before it is due, datagrams arrive in order with receive times on the
-// Test Time Base, partial sends stay deferred, and a stalled executor skips
-// Bursts within the catch-up budget instead of flooding afterwards. Timing
-// precision is measured in benchmarks, not asserted here.
+// pool, with one Test Connection per pool and, on Linux, with 32 on one
+// Engine Thread (real sockets on loopback). What they check is the
+// executor's side of the Data Phase interface: every plan gets its send and
+// its Sent count, nothing is sent before it is due, datagrams arrive in
+// order with receive times on the Test Time Base, partial sends stay
+// deferred, and a stalled executor skips Bursts within the catch-up budget
+// instead of flooding afterwards. Timing precision is measured in
+// benchmarks, not asserted here. `go test -tags portable` runs it on the
+// portable socket and executor (socket_other.go, wait_other.go) on Linux.
 
 import (
 	"encoding/binary"
@@ -131,7 +133,10 @@ func (s *stallCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	return s.Core.Poll(now, b)
 }
 
-var executors = []executor{simExecutor{}, threadExecutor{}, poolExecutor{}, poolExecutor{shared: true}}
+// executors: the pool's shared executor (32 on one Engine Thread) is
+// Linux's only (sharedPoolExecutors): the portable Pool runs each Test
+// Connection on its own Engine Thread.
+var executors = append([]executor{simExecutor{}, threadExecutor{}, poolExecutor{}}, sharedPoolExecutors...)
 
 // coreParams are a short test's parameters (a core accepts any duration;
 // only the Control Phase insists on OB-UDPST's 5 s minimum).

@@ -45,4 +45,8 @@
 // Engine Threads' heartbeat for the watchdog), fdsocket_*.go (sockets passed
 // by systemd), pktinfo_*.go (the address a control datagram was sent to, on
 // a wildcard socket).
+//
+// Built with -tags portable, Linux takes the other platforms' files (its
+// own say !portable, the fallback's portable), so that `make test` runs
+// the fallback socket and executor here (DEVELOPERS.md).
 package engine

@@ -1,3 +1,5 @@
+//go:build !portable
+
 package engine
 
 // The epoll plumbing of an Engine Thread of the pool: its sockets'

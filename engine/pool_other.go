@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || portable
 
 package engine
 
@@ -23,6 +23,7 @@ func AllowedCPUs() CPULimit { return CPULimit{Affinity: runtime.NumCPU()} }
 type poolSys struct {
 	mu      sync.Mutex
 	running map[*PoolConn]struct{}
+	gone    sync.WaitGroup // Run's goroutines that take ended ones out
 	turns   atomic.Uint64
 	wakeups atomic.Uint64
 }
@@ -50,8 +51,10 @@ func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *Pool
 		s.running = map[*PoolConn]struct{}{}
 	}
 	s.running[pc] = struct{}{}
+	s.gone.Add(1)
 	s.mu.Unlock()
 	go func() {
+		defer s.gone.Done()
 		<-pc.Done()
 		st := pc.Stats()
 		s.turns.Add(st.Turns)
@@ -94,4 +97,7 @@ func (p *Pool) Close() {
 	for _, pc := range all {
 		<-pc.Done()
 	}
+	// Their counters are added up and they are out of running when Close
+	// returns, so that Stats after Close counts none.
+	s.gone.Wait()
 }

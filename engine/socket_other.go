@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || portable
 
 package engine
 
@@ -40,8 +40,14 @@ type sysSocket struct {
 	stashed   bool
 	readErr   error // a read error met by the wait, for the next RecvBatch
 
-	wbuf []byte // one datagram assembled for the write
+	raw  rawReader // tryRead's (sockopt_*.go)
+	wbuf []byte    // one datagram assembled for the write
 	fill randomFiller
+
+	// sendFn, when set, replaces the write of datagram i of a plan of n,
+	// so that tests can play a system that refuses sends (loopback never
+	// does): the Data Phase's backpressure and partial sends.
+	sendFn func(p []byte, to netip.AddrPort, i, n int) error
 
 	lastBackpressure error
 }
@@ -203,7 +209,13 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 		} else {
 			clear(p[h:])
 		}
-		if _, err := x.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
+		var err error
+		if x.sendFn != nil {
+			err = x.sendFn(p, s.peer, i, n)
+		} else {
+			_, err = x.conn.WriteToUDPAddrPort(p, s.peer)
+		}
+		if err != nil {
 			if isBackpressureErr(err) {
 				x.lastBackpressure = err
 				s.stats[CountBackpressure].Add(1)

@@ -22,11 +22,17 @@ const (
 
 var errNoSockopt = errors.New("socket options not supported on this platform")
 
+// sysENOBUFS stands for a refused send; no send is refused here.
+var sysENOBUFS = errNoSockopt
+
 func getsockoptInt(fd uintptr, level, opt int) (int, error) { return 0, errNoSockopt }
 
 func setsockoptInt(fd uintptr, level, opt, v int) error { return errNoSockopt }
 
 func isBackpressureErr(err error) bool { return false }
+
+// rawReader is empty: tryRead reads nothing here.
+type rawReader struct{}
 
 func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
 	return 0, netip.AddrPort{}, false, nil

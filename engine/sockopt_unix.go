@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix && (!linux || portable)
 
 package engine
 
@@ -17,6 +17,9 @@ const (
 	sysIPTOS       = syscall.IP_TOS
 	sysIPProtoIPv6 = syscall.IPPROTO_IPV6
 	sysIPv6TClass  = syscall.IPV6_TCLASS
+
+	// sysENOBUFS is a send refused for a full queue (tests play it).
+	sysENOBUFS = syscall.ENOBUFS
 )
 
 func getsockoptInt(fd uintptr, level, opt int) (int, error) {
@@ -34,16 +37,33 @@ func isBackpressureErr(err error) bool {
 	return errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN)
 }
 
+// rawReader is tryRead's read, its function made once per socket: a
+// closure made at each read escapes to the heap with what it captures
+// (four allocations per read, a receive batch's mostly).
+type rawReader struct {
+	fn  func(fd uintptr) bool
+	buf []byte
+	n   int
+	sa  syscall.Sockaddr // syscall.Recvfrom allocates it: one per datagram
+	err error
+}
+
 // tryRead reads one waiting datagram without waiting: Go keeps its sockets
 // non-blocking on Unix, and returning true from the raw read function tells
 // it not to park the goroutine.
 func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	var sa syscall.Sockaddr
-	var rerr error
-	if err := s.sys.rc.Read(func(fd uintptr) bool {
-		n, sa, rerr = syscall.Recvfrom(int(fd), buf, 0)
-		return true
-	}); err != nil {
+	r := &s.sys.raw
+	if r.fn == nil {
+		r.fn = func(fd uintptr) bool {
+			r.n, r.sa, r.err = syscall.Recvfrom(int(fd), r.buf, 0)
+			return true
+		}
+	}
+	r.buf = buf
+	err = s.sys.rc.Read(r.fn)
+	n, sa, rerr := r.n, r.sa, r.err
+	r.buf, r.sa, r.err = nil, nil, nil
+	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, netip.AddrPort{}, false, nil // a Wake's past deadline
 		}

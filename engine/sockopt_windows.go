@@ -22,6 +22,9 @@ const (
 	wsaEWOULDBLOCK = syscall.Errno(10035)
 	wsaENOBUFS     = syscall.Errno(10055)
 	fionread       = 0x4004667f // FIONREAD, winsock.h
+
+	// sysENOBUFS is a send refused for a full queue (tests play it).
+	sysENOBUFS = wsaENOBUFS
 )
 
 func getsockoptInt(fd uintptr, level, opt int) (int, error) {
@@ -37,18 +40,31 @@ func isBackpressureErr(err error) bool {
 	return errors.Is(err, wsaENOBUFS) || errors.Is(err, wsaEWOULDBLOCK)
 }
 
+// rawReader is tryRead's FIONREAD query, its function made once per
+// socket: a closure made at each read escapes to the heap with what it
+// captures.
+type rawReader struct {
+	fn         func(fd uintptr)
+	avail, ret uint32
+	err        error
+}
+
 // tryRead reads one waiting datagram without waiting. Go's Windows sockets
 // are in blocking mode (it reads with overlapped I/O), so it asks FIONREAD
 // first and reads only when a datagram is queued.
 func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	var avail, ret uint32
-	var ierr error
-	if err := s.sys.rc.Control(func(fd uintptr) {
-		ierr = syscall.WSAIoctl(syscall.Handle(fd), fionread, nil, 0,
-			(*byte)(unsafe.Pointer(&avail)), uint32(unsafe.Sizeof(avail)), &ret, nil, 0)
-	}); err != nil {
+	r := &s.sys.raw
+	if r.fn == nil {
+		r.fn = func(fd uintptr) {
+			r.err = syscall.WSAIoctl(syscall.Handle(fd), fionread, nil, 0,
+				(*byte)(unsafe.Pointer(&r.avail)), uint32(unsafe.Sizeof(r.avail)), &r.ret, nil, 0)
+		}
+	}
+	r.avail, r.err = 0, nil
+	if err := s.sys.rc.Control(r.fn); err != nil {
 		return 0, netip.AddrPort{}, false, err
 	}
+	avail, ierr := r.avail, r.err
 	if ierr != nil {
 		return 0, netip.AddrPort{}, false, os.NewSyscallError("WSAIoctl(FIONREAD)", ierr)
 	}

@@ -29,6 +29,10 @@ import (
 // udpstpBin is the binary under test, built once by TestMain.
 var udpstpBin string
 
+// buildFlags are go build's flags for udpstpBin: this test binary's build
+// tags (portable_test.go), so that the processes run the same code.
+var buildFlags []string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "udpstp-e2e")
 	if err != nil {
@@ -36,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	udpstpBin = filepath.Join(dir, "udpstp")
-	out, err := exec.Command("go", "build", "-o", udpstpBin, ".").CombinedOutput()
+	out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", udpstpBin, ".")...).CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building udpstp: %v\n%s", err, out)
 		os.Exit(1)
