@@ -7,5 +7,5 @@ import "github.com/urfave/cli/v2"
 // optionalCommands are the commands the small build (commands_small.go)
 // leaves out: `udpstp plot`, which brings gonum's plotting and its fonts.
 func optionalCommands() []*cli.Command {
-	return []*cli.Command{plotCommand()}
+	return []*cli.Command{plotCommand(), agentCommand()}
 }
