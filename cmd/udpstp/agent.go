@@ -115,4 +115,3 @@ func parseClientArgs(args []string) (*control.ClientConfig, client.Plan, error) 
 	}
 	return cfg, plan, nil
 }
-
