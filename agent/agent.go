@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/store"
 )
@@ -50,6 +51,11 @@ type Agent struct {
 	base    atomic.Pointer[context.Context] // Run's, for RunNow
 	events  hub
 	m       *metrics
+	// sleeps counts the schedule loop's waits (its tests know it has
+	// drawn its slots).
+	sleeps atomic.Int64
+	// runClient is client.Run; the runner's tests replace it.
+	runClient func(ctx context.Context, cfg *control.ClientConfig, o client.Options) int
 
 	randMu sync.Mutex
 
@@ -71,7 +77,7 @@ func New(cfg *Config, o Options) *Agent {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	a := &Agent{o: o, lock: make(chan struct{}, 1), reload: make(chan struct{}, 1), m: newMetrics()}
+	a := &Agent{o: o, lock: make(chan struct{}, 1), reload: make(chan struct{}, 1), m: newMetrics(), runClient: client.Run}
 	a.lock <- struct{}{}
 	a.cfg.Store(cfg)
 	return a

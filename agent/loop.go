@@ -55,6 +55,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if due == nil || wait > 0 {
 			timer.Reset(wait)
+			a.sleeps.Add(1)
 			select {
 			case <-ctx.Done():
 				return nil

@@ -86,7 +86,7 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 	}
 	network, closeNet := a.o.Network()
 	start := a.now()
-	status := client.Run(ctx, &cc, client.Options{Network: network, Out: &doc, Stderr: &stderr, Observe: observe,
+	status := a.runClient(ctx, &cc, client.Options{Network: network, Out: &doc, Stderr: &stderr, Observe: observe,
 		Version: a.o.Version, Plan: plan})
 	closeNet()
 	end := a.now()
