@@ -63,7 +63,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 		box:     newMailbox[posted](),
 	}
 	r.col = report.New(o.Out, report.Options{
-		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose,
+		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose, Extensions: cfg.Extensions,
 		Connections: r.connMax, MinConnections: r.connMin, Mode: bannerMode(cfg, o),
 		OnInterval:    r.onInterval,
 		InterfaceRate: func() float64 { return r.iface.sample() },

@@ -136,6 +136,10 @@ type ClientConfig struct {
 	Format     string // "" (text), "json", "jsonb", "jsonf"
 	OutputFile string // --output: JSON written atomically
 	TextFile   string // --textfile: the result for node_exporter (*.prom), written atomically
+	// Extensions (--extensions) adds udpstp's own figures to the JSON
+	// result under its "udpstp" key; without it the result has exactly
+	// OB-UDPST's keys (report.Options.Extensions).
+	Extensions bool
 	Reporting
 }
 

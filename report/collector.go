@@ -362,5 +362,5 @@ func (c *Collector) Document(f Format) []byte {
 // document renders the results with the current ErrorStatus and messages.
 func (c *Collector) document(f Format) []byte {
 	c.res.status, c.res.msg, c.res.msg2 = c.status, c.msg, c.msg2
-	return render(c.res.document(f), f == FormatJSONFormatted)
+	return render(c.res.document(f, c.opt.Extensions), f == FormatJSONFormatted)
 }

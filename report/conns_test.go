@@ -34,12 +34,13 @@ type connsDoc struct {
 
 // runConns feeds n Sub-Intervals of conns connections, the Load Sender at
 // row 100+10k+conn of the default table when upstream, and returns the
-// JSON document.
+// JSON document, with Options.Extensions (the figures are ours).
 func runConns(t *testing.T, conns, n int, upstream bool, opt Options) connsDoc {
 	t.Helper()
 	table := dataphase.BuildRateTable(dataphase.TableOptions{})
 	var out bytes.Buffer
 	opt.Format, opt.Connections, opt.MinConnections, opt.Now = FormatJSON, conns, conns, fixedClock(1796009000e9)
+	opt.Extensions = true
 	c := New(&out, opt)
 	info := testInfo(n)
 	info.ConnMax, info.Upstream = conns, upstream
@@ -142,7 +143,7 @@ func TestPerConnectionFiguresWhenShown(t *testing.T) {
 // rows) keeps its rate and has index -1.
 func TestForeignRow(t *testing.T) {
 	var out bytes.Buffer
-	c := New(&out, Options{Format: FormatJSON, Connections: 1, MinConnections: 1})
+	c := New(&out, Options{Format: FormatJSON, Connections: 1, MinConnections: 1, Extensions: true})
 	info := testInfo(1)
 	info.Upstream = true
 	c.Activate(info)

@@ -6,7 +6,9 @@
 //
 // The outputs are byte-compatible with OB-UDPST's so that existing parsers
 // of its text and JSON keep working; our own additions never change an
-// OB-UDPST line or key (see Collector.Add and the "udpstp" JSON key).
+// OB-UDPST line or key (see Collector.Add). The JSON document has exactly
+// OB-UDPST's keys unless Options.Extensions asks for udpstp's own figures,
+// which then follow them under the top-level "udpstp" key (json.go).
 //
 // # What OB-UDPST 9.0.0 does, which report keeps
 //

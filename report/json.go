@@ -9,10 +9,12 @@ import "github.com/udpstp/udpstp/dataphase"
 // EOMTime and Status), and complete.
 
 // ExtensionKey is the top-level key under which udpstp adds its own
-// figures (after every OB-UDPST key, and only when they are non-zero).
+// figures (after every OB-UDPST key), only when Options.Extensions asks
+// for them and they are non-zero.
 const ExtensionKey = "udpstp"
 
-func (r *results) document(f Format) *jobj {
+// document is the results' tree; ext adds the extension (Options.Extensions).
+func (r *results) document(f Format, ext bool) *jobj {
 	brief := f == FormatJSONBrief
 	top := &jobj{}
 	if !brief {
@@ -32,7 +34,7 @@ func (r *results) document(f Format) *jobj {
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
 	top.str("ErrorMessage2", r.msg2)
-	if r.skips.any() || r.connsShown() || len(r.fine) > 0 || r.stillRising {
+	if ext && (r.skips.any() || r.connsShown() || len(r.fine) > 0 || r.stillRising) {
 		top.add(ExtensionKey, r.extension())
 	}
 	return top

@@ -102,7 +102,7 @@ func TestGoldenJSONLayout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, doc := readDoc(t, path)
 			r := resultsFromDoc(t, doc)
-			got := append(render(r.document(FormatJSONFormatted), true), '\n')
+			got := append(render(r.document(FormatJSONFormatted, false), true), '\n')
 			if !bytes.Equal(got, want) {
 				os.WriteFile(t.TempDir()+"/got.json", got, 0o644)
 				t.Errorf("rebuilt document differs from %s:\n%s", path, firstDiff(got, want))

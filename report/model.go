@@ -48,6 +48,11 @@ type Options struct {
 	// aggregate, [conn+1] = a Test Connection) and the per-connection
 	// Sub-Interval lines.
 	Verbose bool
+	// Extensions adds udpstp's own figures to the JSON document under
+	// ExtensionKey (json.go). Without it the document has exactly
+	// OB-UDPST 9.0.0's keys, order and types, so that a parser holding it
+	// to OB-UDPST's schema accepts it (the package doc).
+	Extensions bool
 
 	// Connections is the number of Test Connections set up (setup requests
 	// sent): the initial active count (see the package doc).

@@ -43,7 +43,7 @@ func (c *Collector) tree(f Format) *jobj {
 		f = FormatJSON
 	}
 	c.res.status, c.res.msg, c.res.msg2 = c.status, c.msg, c.msg2
-	return c.res.document(f)
+	return c.res.document(f, c.opt.Extensions)
 }
 
 func (c *Collector) directions() []dirFigures { return []dirFigures{c.figures(false)} }

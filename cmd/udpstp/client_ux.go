@@ -26,7 +26,8 @@ const (
 // maxIfNameLen is the longest interface name Linux takes (IFNAMSIZ - 1).
 const maxIfNameLen = 15
 
-// clientUXOptions reads -O, -E, -M, --json-stream and --progress.
+// clientUXOptions reads -O, -E, -M, --json-stream, --progress and
+// --extensions.
 // --json-stream implies JSON output, as iperf3's does: -f json or jsonb
 // choose the end document's form; jsonf, a document over many lines, is
 // refused, since the stream is one object per line.
@@ -54,6 +55,7 @@ func clientUXOptions(v optionValues, cfg *control.ClientConfig, lo *localOptions
 			return configError("ERROR: %s writes one object per line: not with %s jsonf (json or jsonb)", opt("json-stream"), opt("format"))
 		}
 	}
+	cfg.Extensions = v.on("extensions")
 	if v.set("progress") { // unset ("") is auto
 		switch p := strings.ToLower(v.text("progress")); p {
 		case progressAuto, progressAlways, progressNever:

@@ -12,14 +12,14 @@ import (
 // TestSubMillisecondDelays: on loopback, where OB-UDPST's whole-ms delay
 // variations read 0, a downstream client reports them to the µs: a line
 // of ours after each Sub-Interval line (OB-UDPST's line unchanged), the
-// document's "udpstp"."Delays", each aggregate Sub-Interval's, where some
+// document's "udpstp"."Delays" (--extensions), each aggregate Sub-Interval's, where some
 // Sub-Interval's ms average is 0 and its µs average is not.
 func TestSubMillisecondDelays(t *testing.T) {
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
 	spawnServer(t, udpstpBin, "server", "-p", fmt.Sprint(port), "127.0.0.1")
 	doc := filepath.Join(t.TempDir(), "r.json")
-	code, out, _ := runQuick(t, nil, udpstpBin, "client", "-d", "-t", "5", "-p", fmt.Sprint(port), "--output", doc, "127.0.0.1")
+	code, out, _ := runQuick(t, nil, udpstpBin, "client", "-d", "-t", "5", "-p", fmt.Sprint(port), "--extensions", "--output", doc, "127.0.0.1")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

@@ -42,8 +42,8 @@ Speed Test Protocol of RFC 9946, and interoperates with OB-UDPST 9.0.0, the
 Broadband Forum's reference implementation, in both roles: udpstp client
 tests against udpst servers and udpst clients test against udpstp server.
 The client's options are udpst's, under its letters and a long name; its text
-and JSON output are udpst's, line for line and key for key, with udpstp's own
-additions under the JSON key "udpstp".`
+and JSON output are udpst's, line for line and key for key; --extensions adds
+udpstp's own figures under a last JSON key, "udpstp".`
 
 const manExitStatus = `The client exits with OB-UDPST's ErrorStatus: 0 when the test completed, 1-49
 for a warning, 50 and above for an error (50 a command-line error, 51 a key

@@ -91,7 +91,7 @@ func TestStillRisingLoopback(t *testing.T) {
 
 	t.Run("down-text", func(t *testing.T) {
 		file := filepath.Join(dir, "down.json")
-		out, code, err := runClientProc(udpstpBin, "client", "-d", "-t", "5", "-p", fmt.Sprint(port), "--output", file, "127.0.0.1")
+		out, code, err := runClientProc(udpstpBin, "client", "-d", "-t", "5", "-p", fmt.Sprint(port), "--extensions", "--output", file, "127.0.0.1")
 		if err != nil || code != 0 {
 			t.Fatalf("client: exit %d, %v\n%s", code, err, out)
 		}
@@ -114,7 +114,7 @@ func TestStillRisingLoopback(t *testing.T) {
 	})
 
 	t.Run("up-stream", func(t *testing.T) {
-		out, code, err := runClientProc(udpstpBin, "client", "-u", "-t", "5", "-p", fmt.Sprint(port), "--json-stream", "127.0.0.1")
+		out, code, err := runClientProc(udpstpBin, "client", "-u", "-t", "5", "-p", fmt.Sprint(port), "--json-stream", "--extensions", "127.0.0.1")
 		if err != nil || code != 0 {
 			t.Fatalf("client: exit %d, %v\n%s", code, err, out)
 		}
@@ -181,7 +181,7 @@ func TestStillRisingTBF(t *testing.T) {
 	ours := labImpl{name: "udpstp", bin: udpstpBin, ours: true}
 	labServer(t, l, ours)
 	file := filepath.Join(t.TempDir(), "down.json")
-	stdout, stderr, code := labRun(t, l, ours, 10, "-d", "--output", file)
+	stdout, stderr, code := labRun(t, l, ours, 10, "-d", "--extensions", "--output", file)
 	if code != 0 {
 		t.Fatalf("client: exit %d\n%s\n%s", code, stdout, stderr)
 	}
