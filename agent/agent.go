@@ -24,9 +24,6 @@ type Options struct {
 	// Parse is the client's command-line parser (/probe's target and
 	// duration are checked by it).
 	Parse ClientParser
-	// Summarize fills a result's figures (capacity, loss, RTT, latency
-	// under load, RPM, grade) from its JSON document.
-	Summarize func(doc []byte, r *store.Result)
 	Log       *slog.Logger
 	Version   string
 	// Rand draws memoryless spacings; nil: seeded from the system.

@@ -66,7 +66,7 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 	cc.Upstream = up && !plan.Bidirectional
 	cc.Format = "json"
 	cc.OutputFile, cc.TextFile = "", ""
-	extensions(&cc)
+	cc.Extensions = true // udpstp's figures (latency under load) in the stored document
 	var doc, stderr bytes.Buffer
 	connected := false
 	var lastErr, lastWarn string
@@ -93,12 +93,20 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 	if stderr.Len() > 0 {
 		a.o.Log.Warn("test", "test", name, "server", hostPort(srv), "stderr", strings.TrimSpace(stderr.String()))
 	}
-	r := &store.Result{Origin: store.OriginClient, Test: name, Agent: a.o.Identity, Server: hostPort(srv),
-		Start: start, End: end, Direction: direction(up, plan), ErrorStatus: status, Status: statusOf(status),
-		Doc: bytes.Clone(doc.Bytes())}
-	if a.o.Summarize != nil && doc.Len() > 0 {
-		a.o.Summarize(r.Doc, r)
+	r := &store.Result{}
+	if doc.Len() > 0 {
+		sum, err := store.Summarize(bytes.Clone(doc.Bytes()))
+		if err != nil {
+			a.o.Log.Error("test result not understood; stored without its figures", "test", name, "err", err)
+			sum = store.Result{Doc: bytes.Clone(doc.Bytes())}
+		}
+		*r = sum
 	}
+	if r.Start.IsZero() { // no test ran: the agent's times
+		r.Start, r.End = start, end
+	}
+	r.Origin, r.Test, r.Agent, r.Server = store.OriginClient, name, a.o.Identity, hostPort(srv)
+	r.Direction, r.ErrorStatus, r.Status = direction(up, plan), status, store.StatusOf(status)
 	r.ID = uuid.NewString()
 	if r.Warning == "" {
 		r.Warning = joinWarnings(lastErr, lastWarn)
@@ -140,17 +148,6 @@ func (a *Agent) missed(ctx context.Context, t *Test, slot time.Time, why string)
 			Server: hostPort(t.Servers[0]), Start: slot, End: now, Direction: direction(up, t.Plan),
 			Status: store.StatusMissed, ErrorStatus: report.StatusGeneral, Warning: why})
 	}
-}
-
-// statusOf is the store's word for an ErrorStatus (store.Status).
-func statusOf(errorStatus int) store.Status {
-	switch {
-	case errorStatus == 0:
-		return store.StatusOK
-	case errorStatus <= report.StatusWarnMax:
-		return store.StatusWarning
-	}
-	return store.StatusError
 }
 
 func direction(up bool, plan client.Plan) string {
