@@ -1,0 +1,190 @@
+//go:build !small
+
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udpstp/udpstp/store"
+)
+
+// The charts' drawing area, in the SVG's own units (the SVG scales to the
+// page's width; CSS keeps its height).
+const (
+	chartW, chartH  = 720, 220
+	padL, padR      = 52, 12
+	padT, padB      = 10, 26
+	markerMaxPoints = 60 // a line of at most this many points has a dot at each
+)
+
+// chart is one time chart of the overview.
+type chart struct {
+	ID, Title, Unit string
+	W, H            int
+	Left, Right     int // the drawing area's x bounds
+	Top, Bottom     int // and y bounds
+	Lines           []line
+	XTicks, YTicks  []tick
+	Points          int // points in all lines
+}
+
+// line is one series of a chart.
+type line struct {
+	Name, Class string
+	Points      string // "x,y x,y ..." for a polyline
+	N           int
+	Dots        []dot // the points, when few enough to mark
+}
+
+type dot struct{ X, Y float64 }
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+// seriesSpec is one line: a figure of the results a direction selects.
+type seriesSpec struct {
+	name, class, figure, direction string
+	scale                          float64 // the figure's unit to the chart's
+}
+
+// chartSpecs are the overview's charts.
+var chartSpecs = []struct {
+	id, title, unit string
+	series          []seriesSpec
+}{
+	{"capacity", "Capacity (maximum IP-layer)", "Mbit/s", []seriesSpec{
+		{"down", "s1", "max_mbps", "down", 1},
+		{"up", "s2", "max_mbps", "up", 1},
+		{"both at once", "s3", "max_mbps", "bidirectional", 1},
+	}},
+	{"delay", "RTT and latency under load", "ms", []seriesSpec{
+		{"RTT minimum", "s1", "rtt_min_ms", "", 1},
+		{"latency under load", "s2", "loaded_ms", "", 1},
+	}},
+	{"loss", "Loss at the maximum", "%", []seriesSpec{
+		{"loss", "s1", "loss_ratio", "", 100},
+	}},
+}
+
+// charts reads the series of v from the store, reduced to the charts'
+// resolution there, and lays them out.
+func (s *server) charts(ctx context.Context, v view) ([]chart, error) {
+	var out []chart
+	for _, spec := range chartSpecs {
+		c := chart{ID: spec.id, Title: spec.title, Unit: spec.unit, W: chartW, H: chartH,
+			Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB}
+		series := make([][]store.Point, len(spec.series))
+		top := 0.0
+		for i, ss := range spec.series {
+			f := v.filter(0)
+			f.Direction = ss.direction
+			pts, err := s.cfg.Store.Series(ctx, f, ss.figure, s.cfg.Points)
+			if err != nil {
+				return nil, fmt.Errorf("series %s %s: %w", ss.figure, ss.direction, err)
+			}
+			for j := range pts {
+				pts[j].V *= ss.scale
+				if !math.IsInf(pts[j].V, 0) && !math.IsNaN(pts[j].V) {
+					top = max(top, pts[j].V)
+				}
+			}
+			series[i] = pts
+		}
+		top = niceCeil(top)
+		for i, ss := range spec.series {
+			if len(series[i]) == 0 && len(spec.series) > 1 {
+				continue // a direction never tested is no line
+			}
+			c.Lines = append(c.Lines, layLine(ss, series[i], v, top))
+			c.Points += len(series[i])
+		}
+		c.YTicks = yTicks(top)
+		c.XTicks = xTicks(v)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// layLine places a series' points in the drawing area.
+func layLine(ss seriesSpec, pts []store.Point, v view, top float64) line {
+	l := line{Name: ss.name, Class: ss.class, N: len(pts)}
+	var b strings.Builder
+	for _, p := range pts {
+		x, y := xOf(p.T, v), yOf(p.V, top)
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatFloat(x, 'f', 1, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(y, 'f', 1, 64))
+		if len(pts) <= markerMaxPoints {
+			l.Dots = append(l.Dots, dot{x, y})
+		}
+	}
+	l.Points = b.String()
+	return l
+}
+
+func xOf(t time.Time, v view) float64 {
+	span := v.Now.Sub(v.Since)
+	f := float64(t.Sub(v.Since)) / float64(span)
+	f = min(max(f, 0), 1)
+	return padL + f*float64(chartW-padL-padR)
+}
+
+func yOf(val, top float64) float64 {
+	if math.IsNaN(val) || top <= 0 {
+		val = 0
+	}
+	f := min(max(val/top, 0), 1)
+	return float64(chartH-padB) - f*float64(chartH-padB-padT)
+}
+
+// niceCeil is the smallest of 1, 2, 2.5 and 5 times a power of ten at or
+// above v (1 for nothing to show), so that the y axis's ticks are round.
+func niceCeil(v float64) float64 {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func yTicks(top float64) []tick {
+	var ts []tick
+	for i := 0; i <= 4; i++ {
+		val := top * float64(i) / 4
+		ts = append(ts, tick{Pos: yOf(val, top), Label: strconv.FormatFloat(val, 'g', 4, 64)})
+	}
+	return ts
+}
+
+// xTicks are six labels along the range, in the time zone of the process.
+func xTicks(v view) []tick {
+	layout := "Jan 2"
+	switch v.Range {
+	case "24h":
+		layout = "15:04"
+	case "1y":
+		layout = "Jan 2006"
+	}
+	var ts []tick
+	span := v.Now.Sub(v.Since)
+	for i := 0; i <= 5; i++ {
+		t := v.Since.Add(span * time.Duration(i) / 5)
+		ts = append(ts, tick{Pos: xOf(t, v), Label: t.Local().Format(layout)})
+	}
+	return ts
+}

@@ -1,0 +1,122 @@
+//go:build !small
+
+package web
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/udpstp/udpstp/store"
+)
+
+// Agent is what the page needs of the agent that runs tests.
+type Agent interface {
+	// Tests are the names of the configured tests.
+	Tests() []string
+	// RunNow starts the test of that name and returns at once; an error
+	// wrapping ErrBusy while a test runs.
+	RunNow(name string) error
+	// Running is the name of the test running, "" if none.
+	Running() string
+	// Subscribe returns the live events of the tests that run while
+	// subscribed: each a JSON line of the client's event stream
+	// (docs/json-stream.md, client.Stream), the "end" event last of each
+	// test, and a func that ends the subscription. The page tolerates a
+	// channel that closes (the browser then reconnects) and an "end" sent
+	// before the result is in the store (the page asks again, a bounded
+	// number of times, until the row is there).
+	Subscribe() (<-chan []byte, func())
+}
+
+// ErrBusy is what RunNow's error wraps when a test is running.
+var ErrBusy = errors.New("a test is running")
+
+// Config is what Handler serves.
+type Config struct {
+	Store store.Store
+	// Agent runs tests; nil: no "run now" (a fleet's page).
+	Agent Agent
+	// Title heads every page; "" is "udpstp".
+	Title string
+	// Points is the charts' resolution: each series is reduced by the
+	// store to at most this many points; 0 is DefaultPoints.
+	Points int
+	// Logger logs what fails on the server's side; nil is slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the ranges; nil is time.Now.
+	Now func() time.Time
+}
+
+// DefaultPoints is the charts' resolution when Config.Points is 0: about
+// the width in pixels a chart takes on a laptop's screen.
+const DefaultPoints = 480
+
+//go:embed assets
+var assets embed.FS
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+// server is one Handler's state.
+type server struct {
+	cfg   Config
+	csrf  *csrf
+	tmpl  *template.Template
+	log   *slog.Logger
+	now   func() time.Time
+	start time.Time
+}
+
+// Handler serves the page for cfg.
+func Handler(cfg Config) http.Handler {
+	if cfg.Title == "" {
+		cfg.Title = "udpstp"
+	}
+	if cfg.Points <= 0 {
+		cfg.Points = DefaultPoints
+	}
+	s := &server{cfg: cfg, csrf: newCSRF(), log: cfg.Logger, now: cfg.Now, start: time.Now()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
+
+	mux := http.NewServeMux()
+	// A GET pattern also answers HEAD; any other method is 405 with Allow
+	// (net/http's ServeMux).
+	mux.HandleFunc("GET /{$}", s.overview)
+	mux.HandleFunc("GET /live", s.live)
+	mux.HandleFunc("GET /result/{id}", s.result)
+	mux.HandleFunc("GET /result/{id}/plot.svg", s.plot)
+	mux.HandleFunc("GET /result/{id}/json", s.json)
+	mux.HandleFunc("GET /fleet", s.fleet)
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /run", s.run)
+	sub, _ := fs.Sub(assets, "assets")
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer(sub, s.start)))
+	return headers(mux)
+}
+
+// page renders the template name with data, as a whole answer.
+func (s *server) page(w http.ResponseWriter, r *http.Request, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.tmpl.ExecuteTemplate(w, name, data); err != nil {
+		// The status line is gone; the log says what broke.
+		s.log.Error("web: rendering a page", "page", name, "path", r.URL.Path, "err", err)
+	}
+}
+
+// fail answers a failure of the store (500: logged, not shown in detail).
+func (s *server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
+	http.Error(w, "the result store failed: see the agent's log", http.StatusInternalServerError)
+}
