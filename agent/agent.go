@@ -23,9 +23,9 @@ type Options struct {
 	Network func() (control.Network, func())
 	// Parse is the client's command-line parser (/probe's target and
 	// duration are checked by it).
-	Parse ClientParser
-	Log       *slog.Logger
-	Version   string
+	Parse   ClientParser
+	Log     *slog.Logger
+	Version string
 	// Rand draws memoryless spacings; nil: seeded from the system.
 	Rand *rand.Rand
 	// Now is the wall clock; nil: time.Now. Slots are wall-clock times
