@@ -190,11 +190,20 @@ var optionNameRe = regexp.MustCompile(`^[a-z][a-z0-9-]+$`)
 // options table.
 func (c *configChecker) optionError(key string, opts map[string]any, serversKey string, _ int, err error) error {
 	msg := strings.TrimSpace(strings.TrimPrefix(err.Error(), "ERROR: "))
+	// The first option the message names (a cross-check names two).
+	first, at := "", len(msg)
 	for k := range opts {
-		if strings.Contains(msg, "--"+k+"/") || strings.Contains(msg, "--"+k+")") || strings.Contains(msg, "--"+k+" ") ||
-			strings.Contains(msg, "--"+k+",") || strings.HasSuffix(msg, "--"+k) {
-			return c.errorAt(key+".options."+k, "%s", msg)
+		for _, form := range []string{"--" + k + "/", "--" + k + ")", "--" + k + " ", "--" + k + ","} {
+			if i := strings.Index(msg, form); i >= 0 && i < at {
+				first, at = k, i
+			}
 		}
+		if strings.HasSuffix(msg, "--"+k) && len(msg)-len(k)-2 < at {
+			first, at = k, len(msg)-len(k)-2
+		}
+	}
+	if first != "" {
+		return c.errorAt(key+".options."+first, "%s", msg)
 	}
 	if strings.Contains(msg, "host") || strings.Contains(msg, "port") || strings.Contains(msg, "address") {
 		return c.errorAt(serversKey, "%s", msg)

@@ -30,6 +30,8 @@ type ServeConfig struct {
 	Store      string // --store: sqlite:PATH or postgres://...
 	Load       LoadOptions
 	Options    Options // Store is opened from Store
+	// Page, if set, is the web page of a and its store, served at /.
+	Page func(a *Agent, st store.Store, log *slog.Logger) http.Handler
 	// Ready, if set, is called with the listener's address once the
 	// agent serves (tests read the port of ":0" from it).
 	Ready func(addr net.Addr)
@@ -63,7 +65,11 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler(nil), ReadHeaderTimeout: 10 * time.Second,
+	var page http.Handler
+	if sc.Page != nil {
+		page = sc.Page(a, st, log)
+	}
+	srv := &http.Server{Handler: a.Handler(page), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go srv.Serve(ln)
 	log.Info("agent serving", "http", ln.Addr().String(), "store", sc.Store, "config", sc.ConfigPath, "tests", len(cfg.Tests), "identity", sc.Options.Identity)

@@ -7,9 +7,11 @@ package main
 // agent's file are checked exactly as on the command line.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,8 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/server"
+	"github.com/udpstp/udpstp/store"
+	"github.com/udpstp/udpstp/web"
 )
 
 func agentCommand() *cli.Command {
@@ -67,6 +71,7 @@ func agentAction(c *cli.Context) error {
 		ConfigPath: c.String("config"),
 		HTTP:       c.String("http"),
 		Store:      spec,
+		Page:       agentPage,
 		Load:       agent.LoadOptions{Parse: parseClientArgs, MinEvery: c.Duration("test-min-every")},
 		Options: agent.Options{Identity: identity, Log: log, Version: buildinfo.Get().Version,
 			Network: func() (control.Network, func()) {
@@ -80,6 +85,22 @@ func agentAction(c *cli.Context) error {
 		return cli.Exit("agent: "+err.Error(), exitConfig)
 	}
 	return cli.Exit("agent: "+err.Error(), exitInit)
+}
+
+// agentPage is the web page of package web over a's store.
+func agentPage(a *agent.Agent, st store.Store, log *slog.Logger) http.Handler {
+	return web.Handler(web.Config{Store: st, Agent: webAgent{a}, Logger: log})
+}
+
+// webAgent is an agent as the page sees it: its busy error is the page's.
+type webAgent struct{ *agent.Agent }
+
+func (w webAgent) RunNow(name string) error {
+	err := w.Agent.RunNow(name)
+	if errors.Is(err, agent.ErrBusy) {
+		return fmt.Errorf("%w: %w", web.ErrBusy, err)
+	}
+	return err
 }
 
 // defaultStorePath is the store under systemd's StateDirectory=, else
