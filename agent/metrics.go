@@ -12,26 +12,33 @@ import (
 // /probe's answer (udpstp_probe_<name>).
 type figure struct {
 	name, help string
-	get        func(r *store.Result) *float64
-	scale      float64 // the store's unit to the metric's base unit
+	// result labels a figure of which the test has several: capacity's
+	// maximum and summary, as the client's textfile has them
+	// (udpstp_test_capacity_bytes_per_second{result=...}).
+	result string
+	get    func(r *store.Result) *float64
+	scale  float64 // the store's unit to the metric's base unit
 }
 
+// mbpsToBytes: Prometheus's base unit of a rate is bytes per second.
+const mbpsToBytes = 1e6 / 8
+
+const capacityHelp = "IP-layer capacity of the test (RFC 9097), bytes per second: its maximum (result=max) and its summary (result=summary)"
+
 var figures = []figure{
-	{"capacity_bits_per_second", "maximum IP-layer capacity of the test (RFC 9097), bits per second",
-		func(r *store.Result) *float64 { return r.MaxMbps }, 1e6},
-	{"summary_capacity_bits_per_second", "IP-layer capacity of the test's summary, bits per second",
-		func(r *store.Result) *float64 { return r.SummaryMbps }, 1e6},
-	{"loss_ratio", "loss ratio at the maximum capacity",
+	{"capacity_bytes_per_second", capacityHelp, "max", func(r *store.Result) *float64 { return r.MaxMbps }, mbpsToBytes},
+	{"capacity_bytes_per_second", capacityHelp, "summary", func(r *store.Result) *float64 { return r.SummaryMbps }, mbpsToBytes},
+	{"loss_ratio", "loss ratio at the maximum capacity", "",
 		func(r *store.Result) *float64 { return r.LossRatio }, 1},
-	{"rtt_min_seconds", "minimum round-trip time",
+	{"rtt_min_seconds", "minimum round-trip time", "",
 		func(r *store.Result) *float64 { return r.RTTMinMs }, 1e-3},
-	{"rtt_range_seconds", "round-trip time range (maximum minus minimum) at the maximum capacity",
+	{"rtt_range_seconds", "round-trip time range (maximum minus minimum) at the maximum capacity", "",
 		func(r *store.Result) *float64 { return r.RTTRangeMs }, 1e-3},
-	{"delay_variation_seconds", "one-way delay variation at the maximum capacity",
+	{"delay_variation_seconds", "one-way delay variation at the maximum capacity", "",
 		func(r *store.Result) *float64 { return r.DelayVarMs }, 1e-3},
-	{"latency_under_load_seconds", "latency under load of a bidirectional test",
+	{"latency_under_load_seconds", "latency under load of a bidirectional test", "",
 		func(r *store.Result) *float64 { return r.LoadedMs }, 1e-3},
-	{"responsiveness_rpm", "round trips per minute under load (docs/agent.md)",
+	{"responsiveness_rpm", "round trips per minute under load (docs/agent.md)", "",
 		func(r *store.Result) *float64 { return r.RPM }, 1},
 }
 
@@ -40,7 +47,7 @@ var resultLabels = []string{"test", "server", "direction"}
 // metrics are the agent's own registry (/metrics).
 type metrics struct {
 	reg      *prometheus.Registry
-	figures  []*prometheus.GaugeVec // in the order of figures
+	figures  []*prometheus.GaugeVec // in the order of figures (capacity's two share one)
 	last     *prometheus.GaugeVec   // start time of the last result
 	status   *prometheus.GaugeVec   // its ErrorStatus
 	tests    *prometheus.CounterVec
@@ -51,10 +58,19 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
+	byName := map[string]*prometheus.GaugeVec{}
 	for _, f := range figures {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_" + f.name, Help: "Last result: " + f.help + "."}, resultLabels)
+		g := byName[f.name]
+		if g == nil {
+			labels := resultLabels
+			if f.result != "" {
+				labels = append(labels[:len(labels):len(labels)], "result")
+			}
+			g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_" + f.name, Help: "Last result: " + f.help + "."}, labels)
+			byName[f.name] = g
+			m.reg.MustRegister(g)
+		}
 		m.figures = append(m.figures, g)
-		m.reg.MustRegister(g)
 	}
 	m.last = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_last_test_timestamp_seconds",
 		Help: "Start of the last result (Unix time)."}, resultLabels)
@@ -85,11 +101,15 @@ func (m *metrics) observe(r *store.Result) {
 	}
 	m.duration.WithLabelValues(r.Test).Observe(r.End.Sub(r.Start).Seconds())
 	for i, f := range figures {
+		flv := lv
+		if f.result != "" {
+			flv = append(lv[:len(lv):len(lv)], f.result)
+		}
 		if v := f.get(r); v != nil {
-			m.figures[i].WithLabelValues(lv...).Set(*v * f.scale)
+			m.figures[i].WithLabelValues(flv...).Set(*v * f.scale)
 		} else {
 			// Not measured this time: no stale figure.
-			m.figures[i].DeleteLabelValues(lv...)
+			m.figures[i].DeleteLabelValues(flv...)
 		}
 	}
 }
@@ -97,21 +117,34 @@ func (m *metrics) observe(r *store.Result) {
 // probeRegistry is /probe's answer for one result.
 func probeRegistry(r *store.Result) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, v float64) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "udpstp_probe_" + name, Help: help})
-		g.Set(v)
-		reg.MustRegister(g)
+	vecs := map[string]*prometheus.GaugeVec{}
+	gauge := func(name, help, result string, v float64) {
+		g := vecs[name]
+		if g == nil {
+			var labels []string
+			if result != "" {
+				labels = []string{"result"}
+			}
+			g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_probe_" + name, Help: help}, labels)
+			vecs[name] = g
+			reg.MustRegister(g)
+		}
+		if result != "" {
+			g.WithLabelValues(result).Set(v)
+		} else {
+			g.WithLabelValues().Set(v)
+		}
 	}
 	ok := 0.0
 	if r.Status == store.StatusOK || r.Status == store.StatusWarning {
 		ok = 1
 	}
-	gauge("success", "1 if the test completed (ErrorStatus below 50).", ok)
-	gauge("error_status", "OB-UDPST's ErrorStatus of the test.", float64(r.ErrorStatus))
-	gauge("duration_seconds", "Duration of the test.", r.End.Sub(r.Start).Seconds())
+	gauge("success", "1 if the test completed (ErrorStatus below 50).", "", ok)
+	gauge("error_status", "OB-UDPST's ErrorStatus of the test.", "", float64(r.ErrorStatus))
+	gauge("duration_seconds", "Duration of the test.", "", r.End.Sub(r.Start).Seconds())
 	for _, f := range figures {
 		if v := f.get(r); v != nil {
-			gauge(f.name, "The test's "+f.help+".", *v*f.scale)
+			gauge(f.name, "The test's "+f.help+".", f.result, *v*f.scale)
 		}
 	}
 	return reg
