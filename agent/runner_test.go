@@ -204,3 +204,41 @@ direction = "down"
 		t.Error("two results with one ID")
 	}
 }
+
+// /probe: a bad query is 400, a test's metrics come back, a second probe
+// sooner than the interval is 429 with Retry-After, and each test is
+// stored.
+func TestProbeLimits(t *testing.T) {
+	fc := &fakeClient{}
+	cfg := Default()
+	cfg.ProbeInterval = time.Hour
+	a, st := newTestAgent(t, cfg, fc, nil)
+	srv := httptest.NewServer(a.Handler(nil))
+	defer srv.Close()
+	get := func(q string) (*http.Response, string) {
+		resp, err := http.Get(srv.URL + "/probe?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, q := range []string{"", "target=s&direction=sideways", "target=s&duration=0", "target=s&duration=11", "target=s&duration=x", "target=s:x"} {
+		if resp, body := get(q); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%q: %d %s", q, resp.StatusCode, body)
+		}
+	}
+	resp, body := get("target=s2:25000&direction=up&duration=7")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "udpstp_probe_success 1") || !strings.Contains(body, "udpstp_probe_error_status 0") {
+		t.Errorf("probe: %d %s", resp.StatusCode, body)
+	}
+	resp, body = get("target=s2&duration=5")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a second probe within the interval: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	rows := st.all()
+	if len(rows) != 1 || rows[0].Test != ProbeTest || rows[0].Server != "s2:25000" || rows[0].Direction != "up" {
+		t.Errorf("stored: %+v", rows)
+	}
+}
