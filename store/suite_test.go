@@ -356,6 +356,11 @@ func suitePrune(t *testing.T, s Store) {
 	if !reflect.DeepEqual(ids(left), want) {
 		t.Errorf("after Prune: %v, want %v", ids(left), want)
 	}
+	// Their documents went with them.
+	var docs int
+	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM result_docs").Scan(&docs); err != nil || docs != 4 {
+		t.Errorf("after Prune: %d documents, %v; want 4", docs, err)
+	}
 	if n, err := s.Prune(ctx, Retention{MaxCount: 4}); err != nil || n != 0 {
 		t.Errorf("Prune again: %d, %v", n, err)
 	}
@@ -488,5 +493,22 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 	}
 	if !strings.Contains(err.Error(), "newer than this udpstp") || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("the error does not say the store is newer: %v", err)
+	}
+}
+
+// badSpecs checks that Open refuses each spec with an error that says
+// the text it maps to, and never shows a password ("secret").
+func badSpecs(t *testing.T, specs map[string]string) {
+	t.Helper()
+	for spec, want := range specs {
+		s, err := Open(context.Background(), spec)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) worked", spec)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): %v; want it to say %q, without the password", spec, err, want)
+		}
 	}
 }
