@@ -1,0 +1,55 @@
+//go:build !small
+
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// The schema's migrations, one folder per engine with the same version
+// numbers and columns (docs/store.md).
+//
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrations embed.FS
+
+// migrate brings db's schema up to this binary's version, through goose's
+// Provider (no global state). A store whose schema is newer than the
+// binary's is refused: the binary would not know its columns.
+func migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, dir string, opts ...goose.ProviderOption) error {
+	sub, err := fs.Sub(migrations, "migrations/"+dir)
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(dialect, db, sub, opts...)
+	if err != nil {
+		return fmt.Errorf("schema migrations: %w", err)
+	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	if current > target {
+		return fmt.Errorf("its schema is version %d, newer than this udpstp's %d: use a newer udpstp", current, target)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("schema migrations: %w", err)
+	}
+	return nil
+}
+
+// postgresLock makes concurrent migrations (many agents starting at once
+// against one database) wait for each other: a session advisory lock.
+func postgresLock() (goose.ProviderOption, error) {
+	l, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, err
+	}
+	return goose.WithSessionLocker(l), nil
+}
