@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/udpstp/udpstp/internal/golden"
 	"github.com/udpstp/udpstp/store"
@@ -440,5 +443,36 @@ func TestParseWhen(t *testing.T) {
 		if got, err := parseWhen(s, now); err == nil {
 			t.Errorf("parseWhen(%q) = %v, want an error", s, got)
 		}
+	}
+}
+
+// TestHistoryTableOnTerminal: without --format, a terminal gets the table
+// (a pipe gets ndjson: TestHistoryList).
+func TestHistoryTableOnTerminal(t *testing.T) {
+	m := &memStore{rows: map[string]store.Result{}}
+	s := seedStore(t, m, "mem:seeded", "")
+	old := openStore
+	defer func() { openStore = old }()
+	openStore = func(context.Context, string) (store.Store, error) { return m, nil }
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // until the terminal's side is closed (EIO)
+		done <- b
+	}()
+	app := newApp()
+	app.Writer, app.ErrWriter = tty, io.Discard
+	runErr := app.Run([]string{"udpstp", "history", "--store", s.spec})
+	tty.Close()
+	out := string(<-done)
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if !strings.Contains(out, "START (UTC)") || !strings.Contains(out, s.rows[0].ID) || strings.Contains(out, `"id":`) {
+		t.Errorf("history on a terminal:\n%s", out)
 	}
 }
