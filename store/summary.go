@@ -60,6 +60,31 @@ func Summarize(doc []byte) (Result, error) {
 	return r, nil
 }
 
+// SummarizeInto fills r from doc as Summarize reads it: its Direction,
+// Status, ErrorStatus, Warning, figures and Doc; Server, Start and End
+// only where r has none (the agent's own are kept). r's ID, Origin, Test,
+// Agent and Client are left as they are. On an error r is unchanged.
+func SummarizeInto(doc []byte, r *Result) error {
+	s, err := Summarize(doc)
+	if err != nil {
+		return err
+	}
+	if r.Server == "" {
+		r.Server = s.Server
+	}
+	if r.Start.IsZero() {
+		r.Start = s.Start
+	}
+	if r.End.IsZero() {
+		r.End = s.End
+	}
+	r.Direction, r.Status, r.ErrorStatus, r.Warning = s.Direction, s.Status, s.ErrorStatus, s.Warning
+	r.MaxMbps, r.SummaryMbps, r.LossRatio = s.MaxMbps, s.SummaryMbps, s.LossRatio
+	r.RTTMinMs, r.RTTRangeMs, r.DelayVarMs = s.RTTMinMs, s.RTTRangeMs, s.DelayVarMs
+	r.LoadedMs, r.RPM, r.Grade, r.Doc = s.LoadedMs, s.RPM, s.Grade, s.Doc
+	return nil
+}
+
 // MaxDocSize bounds a document Summarize reads: a 3600 s test at 100 ms
 // Sub-Intervals with 24 connections' figures is well under it.
 const MaxDocSize = 256 << 20

@@ -301,3 +301,21 @@ func FuzzSummarize(f *testing.F) {
 		}
 	})
 }
+
+// TestSummarizeInto keeps what the agent set and fills the rest.
+func TestSummarizeInto(t *testing.T) {
+	doc := goldenDocs(t)["obudpst/us_default_v4"]
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := Result{ID: "x", Test: "home", Agent: "probe", Server: "srv:1", Start: start}
+	if err := SummarizeInto(doc, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != "x" || r.Test != "home" || r.Agent != "probe" || r.Server != "srv:1" || !r.Start.Equal(start) ||
+		r.End.IsZero() || r.Direction != "up" || r.MaxMbps == nil || *r.MaxMbps != 881.2 || len(r.Doc) != len(doc) {
+		t.Errorf("%s", line(&r))
+	}
+	before := r
+	if err := SummarizeInto([]byte("{}"), &r); err == nil || r.MaxMbps != before.MaxMbps || r.Direction != "up" {
+		t.Errorf("a bad document: %v, %s", err, line(&r))
+	}
+}
