@@ -4,10 +4,12 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/udpstp/udpstp/store"
@@ -44,8 +46,9 @@ type line struct {
 type dot struct{ X, Y float64 }
 
 type tick struct {
-	Pos   float64
-	Label string
+	Pos    float64
+	Label  string
+	Anchor string // the label's text-anchor: the range's ends stay inside
 }
 
 // seriesSpec is one line: a figure of the results a direction selects.
@@ -74,36 +77,52 @@ var chartSpecs = []struct {
 }
 
 // charts reads the series of v from the store, reduced to the charts'
-// resolution there, and lays them out.
+// resolution there, and lays them out. The series are read at once: each
+// is a scan of the range's rows, and a store serves several readers.
 func (s *server) charts(ctx context.Context, v view) ([]chart, error) {
+	series := make([][][]store.Point, len(chartSpecs))
+	errs := make([][]error, len(chartSpecs))
+	var wg sync.WaitGroup
+	for i, spec := range chartSpecs {
+		series[i] = make([][]store.Point, len(spec.series))
+		errs[i] = make([]error, len(spec.series))
+		for j, ss := range spec.series {
+			wg.Go(func() {
+				f := v.filter(0)
+				f.Direction = ss.direction
+				pts, err := s.cfg.Store.Series(ctx, f, ss.figure, s.cfg.Points)
+				if err != nil {
+					err = fmt.Errorf("series %s %s: %w", ss.figure, ss.direction, err)
+				}
+				series[i][j], errs[i][j] = pts, err
+			})
+		}
+	}
+	wg.Wait()
 	var out []chart
-	for _, spec := range chartSpecs {
+	for i, spec := range chartSpecs {
+		if err := errors.Join(errs[i]...); err != nil {
+			return nil, err
+		}
 		c := chart{ID: spec.id, Title: spec.title, Unit: spec.unit, W: chartW, H: chartH,
 			Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB}
-		series := make([][]store.Point, len(spec.series))
 		top := 0.0
-		for i, ss := range spec.series {
-			f := v.filter(0)
-			f.Direction = ss.direction
-			pts, err := s.cfg.Store.Series(ctx, f, ss.figure, s.cfg.Points)
-			if err != nil {
-				return nil, fmt.Errorf("series %s %s: %w", ss.figure, ss.direction, err)
-			}
-			for j := range pts {
-				pts[j].V *= ss.scale
-				if !math.IsInf(pts[j].V, 0) && !math.IsNaN(pts[j].V) {
-					top = max(top, pts[j].V)
+		for j, ss := range spec.series {
+			for k := range series[i][j] {
+				p := &series[i][j][k]
+				p.V *= ss.scale
+				if !math.IsInf(p.V, 0) && !math.IsNaN(p.V) {
+					top = max(top, p.V)
 				}
 			}
-			series[i] = pts
 		}
 		top = niceCeil(top)
-		for i, ss := range spec.series {
-			if len(series[i]) == 0 && len(spec.series) > 1 {
+		for j, ss := range spec.series {
+			if len(series[i][j]) == 0 && len(spec.series) > 1 {
 				continue // a direction never tested is no line
 			}
-			c.Lines = append(c.Lines, layLine(ss, series[i], v, top))
-			c.Points += len(series[i])
+			c.Lines = append(c.Lines, layLine(ss, series[i][j], v, top))
+			c.Points += len(series[i][j])
 		}
 		c.YTicks = yTicks(top)
 		c.XTicks = xTicks(v)
@@ -184,7 +203,14 @@ func xTicks(v view) []tick {
 	span := v.Now.Sub(v.Since)
 	for i := 0; i <= 5; i++ {
 		t := v.Since.Add(span * time.Duration(i) / 5)
-		ts = append(ts, tick{Pos: xOf(t, v), Label: t.Local().Format(layout)})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 5:
+			anchor = "end"
+		}
+		ts = append(ts, tick{Pos: xOf(t, v), Label: t.Local().Format(layout), Anchor: anchor})
 	}
 	return ts
 }

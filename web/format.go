@@ -21,6 +21,13 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(*v, 'f', prec, 64)
 	},
+	// fig is a figure with its unit, or none without one.
+	"fig": func(v *float64, prec int, unit string) string {
+		if v == nil {
+			return none
+		}
+		return strconv.FormatFloat(*v, 'f', prec, 64) + " " + unit
+	},
 	"pct": func(v *float64) string {
 		if v == nil {
 			return none

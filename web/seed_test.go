@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,17 @@ var idCounter atomic.Int64
 // newID is a fresh UUID for a test's result.
 func newID() string {
 	return fmt.Sprintf("00000000-0000-4000-8000-%012x", idCounter.Add(1))
+}
+
+// newTestStore is a SQLite store in the test's temporary directory.
+func newTestStore(t testing.TB) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // sampleDoc is a real result document (a two-connection downstream test).
@@ -46,15 +58,20 @@ func f64(v float64) *float64 { return &v }
 // directions and statuses; every tenth has no RTT (a figure not measured).
 func seed(t testing.TB, st store.Store, now time.Time, n int, doc []byte) seeded {
 	t.Helper()
+	return seedSpan(t, st, now, n, 10*24*time.Hour, doc)
+}
+
+// seedSpan is seed over span before now.
+func seedSpan(t testing.TB, st store.Store, now time.Time, n int, span time.Duration, doc []byte) seeded {
+	t.Helper()
 	sd := seeded{inWeek: map[string]int{},
 		servers: []string{"198.18.0.1:25000", "198.18.0.2:25000", "[2001:db8::1]:25000"},
 		agents:  []string{"probe-kitchen", "probe-rack"},
 		tests:   []string{"home-down", "home-up", "home-both"}}
 	dirs := []string{"down", "up", "bidirectional"}
 	statuses := []store.Status{store.StatusOK, store.StatusOK, store.StatusOK, store.StatusWarning, store.StatusError, store.StatusMissed}
-	span := 10 * 24 * time.Hour
 	for i := 0; i < n; i++ {
-		start := now.Add(-span + span*time.Duration(i)/time.Duration(n)).Add(time.Second)
+		start := now.Add(-span + span/time.Duration(n)*time.Duration(i)).Add(time.Second)
 		k := i % 3
 		r := &store.Result{ID: newID(), Origin: store.OriginClient, Test: sd.tests[k], Agent: sd.agents[i%2],
 			Server: sd.servers[i%len(sd.servers)], Start: start, End: start.Add(10 * time.Second),

@@ -102,6 +102,12 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /run", s.run)
 	sub, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer(sub, s.start)))
+	// A browser asks for /favicon.ico on pages without a link to an icon
+	// (an error's text): the icon, not a 404 in its console.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "icon.svg"
+		assetServer(sub, s.start).ServeHTTP(w, r)
+	})
 	return headers(mux)
 }
 

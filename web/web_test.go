@@ -21,7 +21,7 @@ import (
 
 // fixture is a page over a memStore with a fakeAgent.
 type fixture struct {
-	st    *memStore
+	st    store.Store
 	agent *fakeAgent
 	srv   *httptest.Server
 	now   time.Time
@@ -30,7 +30,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, n int, tests ...string) *fixture {
 	t.Helper()
-	f := &fixture{st: &memStore{}, now: time.Now().Truncate(time.Second)}
+	f := &fixture{st: newTestStore(t), now: time.Now().Truncate(time.Second)}
 	f.sd = seed(t, f.st, f.now, n, sampleDoc(t))
 	if len(tests) == 0 {
 		tests = f.sd.tests
@@ -61,7 +61,7 @@ func get(t *testing.T, u string) (*http.Response, string) {
 func TestPagesEscapeNames(t *testing.T) {
 	const evil = `<script>alert(1)</script>"'&`
 	f := newFixture(t, 0, evil)
-	r := &store.Result{ID: newID(), Test: evil, Agent: evil, Server: evil, Start: f.now.Add(-time.Hour),
+	r := &store.Result{ID: newID(), Origin: store.OriginClient, Test: evil, Agent: evil, Server: evil, Start: f.now.Add(-time.Hour),
 		Direction: "down", Status: store.StatusWarning, Warning: evil, MaxMbps: f64(10), Doc: sampleDoc(t)}
 	if err := f.st.Put(context.Background(), r); err != nil {
 		t.Fatal(err)
@@ -244,8 +244,10 @@ func TestResultPage(t *testing.T) {
 		t.Errorf("json: %s %v, %d bytes", resp.Status, resp.Header, len(body))
 	}
 	// A result without a document to draw says why instead of a plot.
-	r := &store.Result{ID: newID(), Test: "t", Start: f.now, Status: store.StatusMissed, Warning: "asleep", Doc: []byte(`{"ErrorStatus":3}`)}
-	f.st.Put(context.Background(), r)
+	r := &store.Result{ID: newID(), Origin: store.OriginClient, Test: "t", Start: f.now, Status: store.StatusMissed, Warning: "asleep", Doc: []byte(`{"ErrorStatus":3}`)}
+	if err := f.st.Put(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
 	if _, body := get(t, f.srv.URL+"/result/"+r.ID); strings.Contains(body, "plot.svg") || !strings.Contains(body, "No plot") {
 		t.Errorf("a result with nothing to draw has a plot")
 	}

@@ -4,6 +4,7 @@
 "use strict";
 (function () {
   var status = document.getElementById("status");
+  var events = 0; // events seen: news of the test that outdates the POST's answer
 
   function say(text, refused) {
     if (!status) return;
@@ -21,11 +22,12 @@
     var f = e.target;
     if (!f.classList || !f.classList.contains("run")) return;
     e.preventDefault();
+    var seen = events;
     fetch(f.action, {
       method: "POST", body: new URLSearchParams(new FormData(f)),
       headers: { "Accept": "text/plain" }, credentials: "same-origin"
     }).then(function (r) {
-      return r.text().then(function (t) { say(t.trim(), !r.ok); });
+      return r.text().then(function (t) { if (!r.ok || events === seen) say(t.trim(), !r.ok); });
     }).catch(function (err) { say("The agent did not answer: " + err, true); });
   });
 
@@ -52,8 +54,9 @@
 
   if (status && status.dataset.events && window.EventSource) {
     var es = new EventSource(status.dataset.events);
-    es.addEventListener("state", function (e) { setRunning(JSON.parse(e.data).running); });
+    es.addEventListener("state", function (e) { events++; setRunning(JSON.parse(e.data).running); });
     es.addEventListener("progress", function (e) {
+      events++;
       var p = JSON.parse(e.data), text = "Running " + (p.test || "a test");
       if (p.direction) text += " (" + p.direction + ")";
       if (p.event === "subinterval") text += ": Sub-Interval " + p.interval + ", " + (p.mbps == null ? "–" : p.mbps.toFixed(1)) + " Mbit/s";
@@ -62,6 +65,7 @@
       say(text, p.event === "error");
     });
     es.addEventListener("result", function (e) {
+      events++;
       var p = JSON.parse(e.data);
       say((p.test || "The test") + " has ended.");
       setRunning("");

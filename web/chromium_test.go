@@ -1,0 +1,313 @@
+//go:build !small
+
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// screenshotDir keeps the Chromium tests' screenshots with the test
+// reports (the Makefile's REPORTDIR; .ci/run keeps bin/testreport).
+const screenshotDir = "../bin/testreport/screenshots"
+
+// chromium is the browser's path, or the test ends: skipped where it is
+// missing, but failed in CI (CI=true), which must have it (.ci/run installs
+// Debian's chromium).
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if p, err := exec.LookPath(path); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no Chromium at %s: CI must have it (apt-get install chromium)", path)
+	}
+	t.Skipf("no Chromium at %s (apt-get install chromium, or set CHROMIUM)", path)
+	return ""
+}
+
+// browser is a headless Chromium tab whose console errors, warnings and
+// uncaught exceptions (and the browser's own log of errors: CSP
+// violations, failed loads) are collected.
+type browser struct {
+	ctx context.Context
+	mu  sync.Mutex
+	bad []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	path := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true),
+		chromedp.WindowSize(1200, 900))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	b := &browser{}
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
+	t.Cleanup(bcancel)
+	b.ctx = bctx
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return b
+}
+
+func (b *browser) listen(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value)+a.Description)
+			}
+			msg = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
+		}
+	case *runtime.EventExceptionThrown:
+		msg = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			msg += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+			msg = fmt.Sprintf("log %s %s: %s (%s)", ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
+		}
+	}
+	if msg != "" {
+		b.mu.Lock()
+		b.bad = append(b.bad, msg)
+		b.mu.Unlock()
+	}
+}
+
+// problems returns and forgets what the console said.
+func (b *browser) problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.bad
+	b.bad = nil
+	return p
+}
+
+func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, b *browser, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// poll waits until js is true in the page (bounded by the browser's
+// deadline).
+func poll(t *testing.T, b *browser, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](js)); err != nil {
+		t.Fatalf("waiting for %s: %v", js, err)
+	}
+}
+
+func (b *browser) screenshot(t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(screenshotDir, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(p)
+	t.Logf("screenshot: %s (%d bytes)", abs, len(png))
+}
+
+// noOverflow: at the viewport's width nothing makes the page scroll
+// sideways (the tables scroll inside their own boxes).
+func noOverflow(t *testing.T, b *browser, page string) {
+	t.Helper()
+	w := eval[[]int](t, b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`)
+	if w[0] > w[1] {
+		t.Errorf("%s at phone width: the page is %d px wide in a %d px viewport", page, w[0], w[1])
+	}
+}
+
+// TestChromiumPages drives the pages in a real browser: they load without
+// a console error (the console is watched, and the watch itself checked),
+// each chart line holds a point per result in range, "run now" adds the
+// new result's row without a reload while the progress shows, the result
+// and fleet pages show what the store holds, and at a phone's width
+// (390 px) no page scrolls sideways. A screenshot of each page is kept.
+func TestChromiumPages(t *testing.T) {
+	b := newBrowser(t)
+	st := newTestStore(t)
+	now := time.Now().Truncate(time.Second)
+	sd := seed(t, st, now, 300, sampleDoc(t))
+	runID := newID()
+	agent := &fakeAgent{st: st, tests: sd.tests, newID: func() string { return runID }, mkDoc: func() []byte { return sampleDoc(t) }}
+	srv := httptest.NewServer(Handler(Config{Store: st, Agent: agent, Title: "probe-kitchen", Now: func() time.Time { return now }}))
+	t.Cleanup(srv.Close)
+
+	// The console's watch works: an error the page's context writes is seen.
+	b.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#live")))
+	eval[bool](t, b, `console.error("watch check"), true`)
+	if p := b.problems(); len(p) != 1 || !strings.Contains(p[0], "watch check") {
+		t.Fatalf("the console watch saw %q, want the one check", p)
+	}
+
+	t.Run("overview", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/?range=7d"), chromedp.WaitVisible(chromedp.CSS("#chart-capacity")))
+		got := eval[map[string]int](t, b, `Object.fromEntries([...document.querySelectorAll("polyline.line")].map(
+			l => [l.dataset.series, l.points.numberOfItems]))`)
+		want := map[string]int{"down": sd.inWeek["down"], "up": sd.inWeek["up"], "both at once": sd.inWeek["bidirectional"], "RTT minimum": sd.rtt}
+		for k, v := range want {
+			if got[k] != v || v == 0 {
+				t.Errorf("chart line %q holds %d points, the store %d rows in range", k, got[k], v)
+			}
+		}
+		b.screenshot(t, "chromium-overview.png")
+	})
+
+	t.Run("run now", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("form.run button")))
+		// A mark on the page's window: a reload would lose it.
+		eval[bool](t, b, `window.notReloaded = true`)
+		if n := eval[int](t, b, `document.querySelectorAll('tr[data-id="`+runID+`"]').length`); n != 0 {
+			t.Fatalf("the new result's row is there before the run")
+		}
+		b.do(t, chromedp.Click(chromedp.CSS("form.run button")))
+		// Polls are bounded by the browser's context's deadline.
+		poll(t, b, `document.querySelector('tr[data-id="`+runID+`"]') !== null`)
+		if !eval[bool](t, b, `window.notReloaded === true`) {
+			t.Error("the page was reloaded")
+		}
+		if first := eval[string](t, b, `document.querySelector(".recent tbody tr").dataset.id`); first != runID {
+			t.Errorf("the first of the latest results is %s, want the new %s", first, runID)
+		}
+		if s := eval[string](t, b, `document.getElementById("status").textContent`); !strings.Contains(s, "has ended") {
+			t.Errorf("the status line says %q", s)
+		}
+		agent.wait()
+		b.screenshot(t, "chromium-run-now.png")
+	})
+
+	// Another origin's page (another port: same site, other origin) posts
+	// the form to /run by itself, once without the token and once with it
+	// (as if it had leaked): the browser's own Origin and Sec-Fetch-Site
+	// make both a 403, and no test starts.
+	t.Run("cross-origin POST", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("form.run")))
+		tok := eval[string](t, b, `document.querySelector('form.run input[name=csrf]').value`)
+		for _, withToken := range []bool{false, true} {
+			field := ""
+			if withToken {
+				field = `<input name="csrf" value="` + tok + `">`
+			}
+			evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/run"><input name="test" value="%s">%s</form>
+<script>document.getElementById("f").submit()</script>`, srv.URL, sd.tests[0], field)
+			}))
+			b.do(t, chromedp.Navigate(evil.URL))
+			// The form's answer, whatever it is, is a page of srv.
+			poll(t, b, `location.origin === "`+srv.URL+`" && document.readyState === "complete"`)
+			body := eval[string](t, b, `document.body.textContent`)
+			evil.Close()
+			if !strings.Contains(body, "refused") {
+				t.Errorf("the other origin's POST (token %v) got %.80q…", withToken, body)
+			}
+			if r := agent.Running(); r != "" {
+				t.Fatalf("the other origin's POST (token %v) started %s", withToken, r)
+			}
+		}
+		// The browser's log of the refusals themselves is expected.
+		for _, p := range b.problems() {
+			if !strings.Contains(p, "403") {
+				t.Errorf("the browser's console: %s", p)
+			}
+		}
+	})
+
+	t.Run("result", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/result/"+runID), chromedp.WaitVisible(chromedp.CSS(".plot img")))
+		poll(t, b, `document.querySelector(".plot img").complete`)
+		if w := eval[int](t, b, `document.querySelector(".plot img").naturalWidth`); w == 0 {
+			t.Error("the plot did not load")
+		}
+		if s := eval[string](t, b, `document.querySelector(".figures").textContent`); !strings.Contains(s, "321.50 Mbit/s") {
+			t.Errorf("the figures say %q", s)
+		}
+		b.screenshot(t, "chromium-result.png")
+	})
+
+	t.Run("fleet", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(srv.URL+"/fleet?range=30d"), chromedp.WaitVisible(chromedp.CSS("table.servers")))
+		servers := eval[[]string](t, b, `[...document.querySelectorAll("tr[data-server]")].map(r => r.dataset.server)`)
+		agents := eval[[]string](t, b, `[...document.querySelectorAll("tr[data-agent]")].map(r => r.dataset.agent)`)
+		if fmt.Sprint(sortedCopy(servers)) != fmt.Sprint(sortedCopy(sd.servers)) {
+			t.Errorf("servers %v, want %v", servers, sd.servers)
+		}
+		// The run above wrote probe-1's result.
+		if fmt.Sprint(sortedCopy(agents)) != fmt.Sprint(sortedCopy(append([]string{"probe-1"}, sd.agents...))) {
+			t.Errorf("probes %v, want %v and probe-1", agents, sd.agents)
+		}
+		b.screenshot(t, "chromium-fleet.png")
+	})
+
+	t.Run("phone", func(t *testing.T) {
+		b.do(t, chromedp.EmulateViewport(390, 844))
+		for _, p := range []struct{ path, wait, shot string }{
+			{"/", "#chart-capacity", "chromium-phone-overview.png"},
+			{"/result/" + runID, ".plot img", "chromium-phone-result.png"},
+			{"/fleet?range=30d", "table.servers", "chromium-phone-fleet.png"},
+		} {
+			b.do(t, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.wait)))
+			noOverflow(t, b, p.path)
+			b.screenshot(t, p.shot)
+		}
+	})
+
+	if p := b.problems(); len(p) > 0 {
+		t.Errorf("the browser's console:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			if c[j] < c[i] {
+				c[i], c[j] = c[j], c[i]
+			}
+		}
+	}
+	return c
+}
