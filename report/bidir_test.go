@@ -37,50 +37,40 @@ func fakeCollector(t *testing.T, w io.Writer, info TestInfo, n int) *Collector {
 // (no "udpstp" key in a half without Options.Extensions): what OB-UDPST's
 // parser reads. So do the runs of a Repeat's document.
 func TestBidirectionalHalvesGoldenShape(t *testing.T) {
-	for name, path := range goldenDocs(t) {
-		_, doc := readDoc(t, path)
-		inV, activated := doc.lookup("Input")
-		if !activated {
-			continue
+	forEachActivated(t, func(t *testing.T, doc *jobj, info TestInfo, n int) {
+		up, down := info, info
+		up.Upstream, down.Upstream = true, false
+		b := &Bidirectional{Up: fakeCollector(t, io.Discard, up, n), Down: fakeCollector(t, io.Discard, down, n)}
+		v, err := parseOrdered(b.Document(FormatJSONFormatted))
+		if err != nil {
+			t.Fatalf("the pair's document does not parse: %v", err)
 		}
-		t.Run(name, func(t *testing.T) {
-			outObj := fObj(t, doc, "Output")
-			info := infoFromInput(t, inV.(*jobj), outObj)
-			n := len(field(t, outObj, "IncrementalResult").(jarr))
-			up, down := info, info
-			up.Upstream, down.Upstream = true, false
-			b := &Bidirectional{Up: fakeCollector(t, io.Discard, up, n), Down: fakeCollector(t, io.Discard, down, n)}
-			v, err := parseOrdered(b.Document(FormatJSONFormatted))
-			if err != nil {
-				t.Fatalf("the pair's document does not parse: %v", err)
-			}
-			pair := v.(*jobj)
-			if got := strings.Join(pair.keys, ","); got != "Upstream,Downstream,"+ExtensionKey {
-				t.Fatalf("top-level keys %s", got)
-			}
-			for _, half := range []string{"Upstream", "Downstream"} {
-				walk(t, name+"."+half, fObj(t, pair, half), doc, checkKind(t))
-			}
-			if fStr(t, fObj(t, fObj(t, pair, "Upstream"), "Input"), "Role") != "Sender" ||
-				fStr(t, fObj(t, fObj(t, pair, "Downstream"), "Input"), "Role") != "Receiver" {
-				t.Error("the halves' roles are not Sender and Receiver")
-			}
+		pair := v.(*jobj)
+		if got := strings.Join(pair.keys, ","); got != "Upstream,Downstream,"+ExtensionKey {
+			t.Fatalf("top-level keys %s", got)
+		}
+		for _, half := range []string{"Upstream", "Downstream"} {
+			walk(t, t.Name()+"."+half, fObj(t, pair, half), doc, checkKind(t))
+		}
+		if fStr(t, fObj(t, fObj(t, pair, "Upstream"), "Input"), "Role") != "Sender" ||
+			fStr(t, fObj(t, fObj(t, pair, "Downstream"), "Input"), "Role") != "Receiver" {
+			t.Error("the halves' roles are not Sender and Receiver")
+		}
 
-			rep := NewRepeat(2, 0)
-			rep.Add(fakeCollector(t, io.Discard, info, n))
-			rep.Add(b)
-			v, err = parseOrdered(rep.Document(FormatJSONFormatted))
-			if err != nil {
-				t.Fatalf("the repeat's document does not parse: %v", err)
-			}
-			runs := field(t, v.(*jobj), "Runs").(jarr)
-			if len(runs) != 2 {
-				t.Fatalf("%d runs", len(runs))
-			}
-			walk(t, name+".Runs[0]", runs[0].(*jobj), doc, checkKind(t))
-			walk(t, name+".Runs[1].Downstream", fObj(t, runs[1].(*jobj), "Downstream"), doc, checkKind(t))
-		})
-	}
+		rep := NewRepeat(2, 0)
+		rep.Add(fakeCollector(t, io.Discard, info, n))
+		rep.Add(b)
+		v, err = parseOrdered(rep.Document(FormatJSONFormatted))
+		if err != nil {
+			t.Fatalf("the repeat's document does not parse: %v", err)
+		}
+		runs := field(t, v.(*jobj), "Runs").(jarr)
+		if len(runs) != 2 {
+			t.Fatalf("%d runs", len(runs))
+		}
+		walk(t, t.Name()+".Runs[0]", runs[0].(*jobj), doc, checkKind(t))
+		walk(t, t.Name()+".Runs[1].Downstream", fObj(t, runs[1].(*jobj), "Downstream"), doc, checkKind(t))
+	})
 }
 
 // TestBidirectionalStatus: the pair's status is the worse half's.

@@ -81,6 +81,25 @@ func goldenDocs(t *testing.T) map[string]string {
 	return out
 }
 
+// forEachActivated runs fn, in a subtest named after the capture, for
+// every OB-UDPST client.json with an Input: its document, its TestInfo and
+// its number of Sub-Intervals.
+func forEachActivated(t *testing.T, fn func(t *testing.T, doc *jobj, info TestInfo, n int)) {
+	t.Helper()
+	for name, path := range goldenDocs(t) {
+		_, doc := readDoc(t, path)
+		inV, activated := doc.lookup("Input")
+		if !activated {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			outObj := fObj(t, doc, "Output")
+			info := infoFromInput(t, inV.(*jobj), outObj)
+			fn(t, doc, info, len(field(t, outObj, "IncrementalResult").(jarr)))
+		})
+	}
+}
+
 func readDoc(t *testing.T, path string) ([]byte, *jobj) {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -25,52 +25,42 @@ func TestGoldenSchemaDocuments(t *testing.T) {
 		}
 	}
 	refused := 0
-	for name, path := range goldenDocs(t) {
-		_, doc := readDoc(t, path)
-		inV, activated := doc.lookup("Input")
-		if !activated {
-			continue
+	forEachActivated(t, func(t *testing.T, doc *jobj, info TestInfo, n int) {
+		for _, upstream := range []bool{false, true} {
+			info.Upstream = upstream
+			c := fakeCollector(t, io.Discard, info, n)
+			for _, f := range []Format{FormatJSON, FormatJSONFormatted} {
+				valid(t, "default", c.Document(f))
+			}
+			c.opt.Extensions = true
+			ext := c.Document(FormatJSON)
+			v, err := parseOrdered(ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, has := v.(*jobj).lookup(ExtensionKey); has {
+				if golden.ValidateDoc(s, ext) == nil {
+					t.Errorf("upstream %v: the document with %q passes the schema", upstream, ExtensionKey)
+				}
+				refused++
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			outObj := fObj(t, doc, "Output")
-			info := infoFromInput(t, inV.(*jobj), outObj)
-			n := len(field(t, outObj, "IncrementalResult").(jarr))
-			for _, upstream := range []bool{false, true} {
-				info.Upstream = upstream
-				c := fakeCollector(t, io.Discard, info, n)
-				for _, f := range []Format{FormatJSON, FormatJSONFormatted} {
-					valid(t, "default", c.Document(f))
-				}
-				c.opt.Extensions = true
-				ext := c.Document(FormatJSON)
-				v, err := parseOrdered(ext)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, has := v.(*jobj).lookup(ExtensionKey); has {
-					if golden.ValidateDoc(s, ext) == nil {
-						t.Errorf("upstream %v: the document with %q passes the schema", upstream, ExtensionKey)
-					}
-					refused++
-				}
-			}
-			up, down := info, info
-			up.Upstream, down.Upstream = true, false
-			b := &Bidirectional{Up: fakeCollector(t, io.Discard, up, n), Down: fakeCollector(t, io.Discard, down, n)}
-			rep := NewRepeat(2, 0)
-			rep.Add(fakeCollector(t, io.Discard, info, n))
-			rep.Add(b)
-			pair := rawFields(t, b.Document(FormatJSON))
-			valid(t, "bidirectional's upstream half", pair["Upstream"])
-			valid(t, "bidirectional's downstream half", pair["Downstream"])
-			var runs []json.RawMessage
-			if err := json.Unmarshal(rawFields(t, rep.Document(FormatJSON))["Runs"], &runs); err != nil || len(runs) != 2 {
-				t.Fatalf("repeat's runs: %v, %d", err, len(runs))
-			}
-			valid(t, "repeat's first run", runs[0])
-			valid(t, "repeat's second run, downstream", rawFields(t, runs[1])["Downstream"])
-		})
-	}
+		up, down := info, info
+		up.Upstream, down.Upstream = true, false
+		b := &Bidirectional{Up: fakeCollector(t, io.Discard, up, n), Down: fakeCollector(t, io.Discard, down, n)}
+		rep := NewRepeat(2, 0)
+		rep.Add(fakeCollector(t, io.Discard, info, n))
+		rep.Add(b)
+		pair := rawFields(t, b.Document(FormatJSON))
+		valid(t, "bidirectional's upstream half", pair["Upstream"])
+		valid(t, "bidirectional's downstream half", pair["Downstream"])
+		var runs []json.RawMessage
+		if err := json.Unmarshal(rawFields(t, rep.Document(FormatJSON))["Runs"], &runs); err != nil || len(runs) != 2 {
+			t.Fatalf("repeat's runs: %v, %d", err, len(runs))
+		}
+		valid(t, "repeat's first run", runs[0])
+		valid(t, "repeat's second run, downstream", rawFields(t, runs[1])["Downstream"])
+	})
 	if refused == 0 {
 		t.Error("no run had our key with Extensions: the refusal was never tried")
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udpstp/udpstp/internal/golden"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -29,7 +30,7 @@ type streamLine struct {
 // document's Input), connected per Test Connection, one subinterval per
 // Sub-Interval per connection and the summed ones (the document's
 // IncrementalResult entries), and an end whose document is the --output
-// file's; each line is written when it happens, not at the end.
+// file's, OB-UDPST's key for key; each line is written when it happens, not at the end.
 func TestJSONStream(t *testing.T) {
 	e2e(t)
 	port := freePort(t, "127.0.0.1")
@@ -85,6 +86,10 @@ func TestJSONStream(t *testing.T) {
 	}
 	if !bytes.Equal(bytes.TrimSpace(file), last.Data) {
 		t.Errorf("the end document is not the --output file:\n%s\n%s", last.Data, file)
+	}
+	// Without --extensions it is OB-UDPST's document (schema_e2e_test.go).
+	if err := golden.ValidateDoc(golden.Schema(t), last.Data); err != nil {
+		t.Errorf("the end document fails OB-UDPST's schema: %v", err)
 	}
 
 	count := map[string]int{}

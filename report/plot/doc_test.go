@@ -258,3 +258,40 @@ func TestFineDelays(t *testing.T) {
 		t.Errorf("OB-UDPST's file: %v, fine delays %v", err, ob.FineDelays)
 	}
 }
+
+// A result of udpstp's client without --extensions is OB-UDPST's document
+// key for key: it reads and draws the same, without the per-connection
+// lines and the µs delays that only the "udpstp" key holds.
+func TestStrictResult(t *testing.T) {
+	for _, name := range []string{"udpstp_us_c2_t5.json", "udpstp_ds_t5_fine.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["udpstp"]; !ok {
+			t.Fatalf("%s: the fixture has no udpstp key", name)
+		}
+		delete(m, "udpstp")
+		strict, _ := json.Marshal(m)
+		full, err := Read(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Read(bytes.NewReader(strict))
+		if err != nil {
+			t.Fatalf("%s without the key: %v", name, err)
+		}
+		if r.PerConn != nil || r.FineDelays || len(r.Intervals) != len(full.Intervals) || len(r.Intervals) == 0 {
+			t.Errorf("%s without the key: %d connections, fine %v, %d Sub-Intervals (with it %d, %v, %d)", name,
+				len(r.PerConn), r.FineDelays, len(r.Intervals), len(full.PerConn), full.FineDelays, len(full.Intervals))
+		}
+		var svg bytes.Buffer
+		if err := Render(&svg, r, SVG); err != nil || !bytes.Contains(svg.Bytes(), []byte("</svg>")) {
+			t.Errorf("%s without the key: %v", name, err)
+		}
+	}
+}
