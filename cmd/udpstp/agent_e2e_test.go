@@ -179,6 +179,12 @@ options = { test-time = 5 }
 		}
 	}
 
+	// The page (package web) is mounted at /, over the same store.
+	code, body, err = httpGet(a.base + "/")
+	if err != nil || code != http.StatusOK || !strings.Contains(string(body), "bidi") {
+		t.Errorf("the page: %d %v %.300s", code, err, body)
+	}
+
 	// A bad file on reload: logged, the configuration in force stays.
 	writeAgentFile(t, config, "[[test]]\nname = \"x\"\nservers = [\"s\"]\ndirection = \"down\"\nevery = \"often\"\n")
 	a.cmd.Process.Signal(syscall.SIGHUP)
