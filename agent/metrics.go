@@ -89,17 +89,29 @@ func newMetrics() *metrics {
 	return m
 }
 
+// restore sets the gauges of r, a result stored before the agent started,
+// without counting it again.
+func (m *metrics) restore(r *store.Result) { m.set(r) }
+
 // observe records a stored result. A missed slot counts, but leaves the
 // figures of the last test that ran.
 func (m *metrics) observe(r *store.Result) {
 	m.tests.WithLabelValues(r.Test, string(r.Status)).Inc()
+	if r.Status != store.StatusMissed {
+		m.duration.WithLabelValues(r.Test).Observe(r.End.Sub(r.Start).Seconds())
+	}
+	m.set(r)
+}
+
+// set sets the gauges of r, the last result of its test, server and
+// direction.
+func (m *metrics) set(r *store.Result) {
 	lv := []string{r.Test, r.Server, r.Direction}
 	m.last.WithLabelValues(lv...).Set(float64(r.Start.UnixMilli()) / 1e3)
 	m.status.WithLabelValues(lv...).Set(float64(r.ErrorStatus))
 	if r.Status == store.StatusMissed {
 		return
 	}
-	m.duration.WithLabelValues(r.Test).Observe(r.End.Sub(r.Start).Seconds())
 	for i, f := range figures {
 		flv := lv
 		if f.result != "" {

@@ -242,3 +242,38 @@ func TestProbeLimits(t *testing.T) {
 		t.Errorf("stored: %+v", rows)
 	}
 }
+
+// Restore: after a restart, /metrics has the last results again, and the
+// cron slots that passed while the agent was stopped are one missed
+// result, stored once.
+func TestRestore(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(5*time.Hour + 30*time.Minute)
+	cfg := mustParse(t, "[[test]]\nname = \"hourly\"\nservers = [\"s1\"]\ndirection = \"down\"\ncron = \"0 * * * *\"\n")
+	mbps := 93.5
+	st := &memStore{}
+	st.Put(context.Background(), &store.Result{ID: "old", Test: "hourly", Server: "s1:24601", Direction: "down", Status: store.StatusOK,
+		Start: t0.Add(-time.Hour), End: t0.Add(-time.Hour + 10*time.Second), MaxMbps: &mbps})
+	st.Put(context.Background(), &store.Result{ID: "last", Test: "hourly", Server: "s1:24601", Direction: "down", Status: store.StatusOK,
+		Start: t0, End: t0.Add(10 * time.Second), MaxMbps: &mbps})
+	for round := range 2 {
+		a := New(cfg, Options{Store: st, Identity: "p", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }})
+		if err := a.Restore(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		a.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		want := `udpstp_agent_capacity_bytes_per_second{direction="down",result="max",server="s1:24601",test="hourly"} 1.16875e+07`
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("round %d: /metrics has no %s", round, want)
+		}
+	}
+	rows := st.all()
+	if len(rows) != 3 {
+		t.Fatalf("%d results, want the two and one missed: %+v", len(rows), rows)
+	}
+	m := rows[2]
+	if m.Status != store.StatusMissed || !strings.Contains(m.Warning, "5 slot(s)") || !m.Start.Equal(t0.Add(5*time.Hour)) {
+		t.Errorf("missed while stopped: %+v", m)
+	}
+}

@@ -61,6 +61,9 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	sc.Options.Store = st
 	sc.Options.Parse = sc.Load.Parse
 	a := New(cfg, sc.Options)
+	if err := a.Restore(ctx); err != nil {
+		log.Error("restoring the last results", "err", err)
+	}
 	ln, err := net.Listen("tcp", sc.HTTP)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
