@@ -10,8 +10,9 @@ import (
 
 // memStore is a store for the runner's tests: Put and List, in memory.
 type memStore struct {
-	mu   sync.Mutex
-	rows []store.Result
+	mu     sync.Mutex
+	rows   []store.Result
+	pruned []store.Retention // Prune's calls
 }
 
 func (m *memStore) Put(_ context.Context, r *store.Result) error {
@@ -39,7 +40,12 @@ func (m *memStore) List(_ context.Context, f store.Filter) ([]store.Result, erro
 func (m *memStore) Series(context.Context, store.Filter, string, int) ([]store.Point, error) {
 	return nil, nil
 }
-func (m *memStore) Prune(context.Context, store.Retention) (int, error)       { return 0, nil }
+func (m *memStore) Prune(_ context.Context, r store.Retention) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruned = append(m.pruned, r)
+	return 0, nil
+}
 func (m *memStore) Fleet(context.Context, store.Filter) (*store.Fleet, error) { return nil, nil }
 func (m *memStore) Close() error                                              { return nil }
 

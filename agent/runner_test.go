@@ -277,3 +277,14 @@ func TestRestore(t *testing.T) {
 		t.Errorf("missed while stopped: %+v", m)
 	}
 }
+
+// Retention: each stored result prunes the store by the file's retention.
+func TestRetentionApplied(t *testing.T) {
+	cfg := mustParse(t, "[retention]\nmax_age = \"30d\"\nmax_count = 500\n[[test]]\nname = \"a\"\nservers = [\"s1\"]\ndirection = \"both\"\n")
+	a, st := newTestAgent(t, cfg, &fakeClient{}, nil)
+	a.slot(context.Background(), cfg, a.test("a"), a.now())
+	want := store.Retention{MaxAge: 30 * 24 * time.Hour, MaxCount: 500}
+	if len(st.pruned) != 2 || st.pruned[0] != want || st.pruned[1] != want {
+		t.Errorf("Prune called with %+v, want %+v after each of two results", st.pruned, want)
+	}
+}
