@@ -20,10 +20,10 @@ import (
 
 const dashboardFile = "../contrib/grafana/udpstp-agent.json"
 
-// TestGrafanaDashboard: every PromQL expression of the shipped dashboard
+// TestGrafanaDashboardPromtool: every PromQL expression of the shipped dashboard
 // parses (promtool check rules, on a rules file made of them) and names
 // only metrics the agent exposes.
-func TestGrafanaDashboard(t *testing.T) {
+func TestGrafanaDashboardPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -72,12 +72,17 @@ func (a *agentProc) results(t *testing.T, f store.Filter) []store.Result {
 	return rows
 }
 
-// TestAgentE2E runs the agent with three tests on a fast schedule against
+// TestAgentE2EPrometheus runs the agent with three tests on a fast schedule against
 // our server, the first test's first server dead (failover), and checks
 // the store, /metrics (promtool), a reload with a bad file and a good one,
 // and /probe scraped by a real Prometheus.
-func TestAgentE2E(t *testing.T) {
+func TestAgentE2EPrometheus(t *testing.T) {
 	e2e(t)
+	for _, tool := range []string{"promtool", "prometheus"} {
+		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found (apt-get install prometheus; .ci/run does): %v", tool, err)
+		}
+	}
 	promtool := lookTool(t, "promtool")
 	promBin := lookTool(t, "prometheus")
 	port := freePort(t, "127.0.0.1")
