@@ -160,6 +160,14 @@ systemd-check: build systemd-check-test-units
 		contrib/systemd/udpstp.service >"$$d/security.txt" 2>&1; then \
 		cat "$$d/security.txt"; echo "systemd-check: exposure above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
 	grep 'Overall exposure level' "$$d/security.txt"
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed 's|^ExecStart=/usr/bin/udpstp|ExecStart=$(CURDIR)/$(BIN)|' contrib/systemd/udpstp-agent.service >"$$d/udpstp-agent.service"; \
+	systemd-analyze verify --man=no "$$d/udpstp-agent.service"; \
+	echo "systemd-analyze verify: udpstp-agent.service OK"; \
+	if ! systemd-analyze security --offline=yes --threshold=$(SYSTEMD_EXPOSURE_MAX) --no-pager \
+		contrib/systemd/udpstp-agent.service >"$$d/security.txt" 2>&1; then \
+		cat "$$d/security.txt"; echo "systemd-check: exposure of udpstp-agent.service above $(SYSTEMD_EXPOSURE_MAX)/100"; exit 1; fi; \
+	grep 'Overall exposure level' "$$d/security.txt"
 
 # systemd-check-test-units: the client's hourly test (udpstp-test.service,
 # udpstp-test.timer, writing node_exporter's textfile) passes the same

@@ -124,6 +124,8 @@ func completionModel(app *cli.App) compModel {
 			cc.args = argFiles
 		case "completion":
 			cc.args, cc.words = argWords, completionShells
+		case "history":
+			cc.args, cc.words = argWords, historyVerbs
 		}
 		help := false
 		for _, f := range c.VisibleFlags() {

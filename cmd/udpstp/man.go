@@ -56,6 +56,7 @@ const manExamples = "```\n" +
 udpstp client -d -t 10 server.example       # downstream test, 10 s
 udpstp client -u -C 4 --output up.json host # upstream, 4 connections, JSON kept
 udpstp plot up.json -o up.png               # draw that result
+udpstp history --since 7d --format csv       # the agent's results of a week
 udpstp completion bash > /etc/bash_completion.d/udpstp
 ` + "```"
 

@@ -60,13 +60,9 @@ func plotAction(c *cli.Context) error {
 			out = in + ".svg"
 		}
 	}
-	format := plot.SVG
-	if out != "-" {
-		f, err := plot.FormatOf(out)
-		if err != nil {
-			return configError("plot: %v", err)
-		}
-		format = f
+	format, err := plotFormat(out, "plot")
+	if err != nil {
+		return err
 	}
 	res, err := plot.ReadDocFile(in)
 	if err != nil {
@@ -75,18 +71,37 @@ func plotAction(c *cli.Context) error {
 		}
 		return cli.Exit(fmt.Sprintf("plot: %v", err), exitFailure)
 	}
+	return writePlot(c, res, in, out, format, "plot")
+}
+
+// plotFormat is the format -o FILE selects: SVG for "-" (standard
+// output), else by FILE's extension; cmd names the command in the error.
+func plotFormat(out, cmd string) (plot.Format, error) {
+	if out == "-" {
+		return plot.SVG, nil
+	}
+	f, err := plot.FormatOf(out)
+	if err != nil {
+		return f, configError("%s: %v", cmd, err)
+	}
+	return f, nil
+}
+
+// writePlot draws doc (read from what) in format to out: the app's
+// standard output for "-", else the file, replaced atomically.
+func writePlot(c *cli.Context, doc *plot.Doc, what, out string, format plot.Format, cmd string) error {
 	var buf bytes.Buffer
-	if err := plot.RenderDoc(&buf, res, format); err != nil {
-		return fmt.Errorf("plot: %s: %w", in, err)
+	if err := plot.RenderDoc(&buf, doc, format); err != nil {
+		return fmt.Errorf("%s: %s: %w", cmd, what, err)
 	}
 	if out == "-" {
 		if _, err := c.App.Writer.Write(buf.Bytes()); err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return fmt.Errorf("%s: %w", cmd, err)
 		}
 		return nil
 	}
 	if err := atomicfile.Write(out, buf.Bytes(), 0o644); err != nil {
-		return cli.Exit(fmt.Sprintf("plot: %v", err), exitInit)
+		return cli.Exit(fmt.Sprintf("%s: %v", cmd, err), exitInit)
 	}
 	return nil
 }

@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/udpstp/udpstp/client"
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/store"
+)
+
+// Defaults and limits of the configuration file; docs/agent.md lists every
+// key.
+const (
+	DefaultEvery = 6 * time.Hour // M-Lab's ndt7 clients' mean spacing
+	// MinEvery is the shortest mean spacing a file may ask for: a probe
+	// testing more often than that measures mostly its own load.
+	MinEvery         = 10 * time.Minute
+	DefaultTolerance = time.Minute // a slot later than this is missed
+	// DefaultProbeMax and DefaultProbeInterval bound /probe: the longest
+	// test it runs and the least time between two of its tests.
+	DefaultProbeMax      = 10 * time.Second
+	DefaultProbeInterval = 10 * time.Second
+	MaxTests             = 100
+)
+
+// Direction is a test's direction in the file.
+type Direction string
+
+const (
+	DirUp   Direction = "up"
+	DirDown Direction = "down"
+	// DirBoth: a downstream test, then an upstream one, each its own
+	// result.
+	DirBoth Direction = "both"
+	// DirBidirectional: both at once, one result with the latency under
+	// load (client.Plan.Bidirectional).
+	DirBidirectional Direction = "bidirectional"
+)
+
+// Duration is a time span in the file: Go's form ("90s", "6h", "1h30m")
+// and days ("30d").
+type Duration time.Duration
+
+var daysRe = regexp.MustCompile(`^([0-9]+)d$`)
+
+// UnmarshalText reads a Duration; zero and negative spans are refused.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := string(b)
+	var v time.Duration
+	if m := daysRe.FindStringSubmatch(s); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > 100000 {
+			return fmt.Errorf("duration %q: too long", s)
+		}
+		v = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if v, err = time.ParseDuration(s); err != nil {
+			return fmt.Errorf("duration %q: want a number and a unit (90s, 30m, 6h, 30d)", s)
+		}
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q: must be above zero", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// fileConfig is the file as written.
+type fileConfig struct {
+	// Tolerance: how late a slot may be kept; later, it is missed.
+	Tolerance Duration      `toml:"tolerance"`
+	Retention fileRetention `toml:"retention"`
+	Probe     fileProbe     `toml:"probe"`
+	Tests     []fileTest    `toml:"test"`
+}
+
+type fileRetention struct {
+	MaxAge   Duration `toml:"max_age"`
+	MaxCount int      `toml:"max_count"`
+}
+
+type fileProbe struct {
+	MaxDuration Duration `toml:"max_duration"`
+	MinInterval Duration `toml:"min_interval"`
+}
+
+type fileTest struct {
+	Name      string         `toml:"name"`
+	Servers   []string       `toml:"servers"`
+	Direction Direction      `toml:"direction"`
+	Every     Duration       `toml:"every"`
+	Cron      cronText       `toml:"cron"`
+	Options   map[string]any `toml:"options"`
+}
+
+// Config is a configuration, checked and resolved.
+type Config struct {
+	Path      string // "" without a file
+	Tolerance time.Duration
+	Retention store.Retention
+	ProbeMax  time.Duration
+	// ProbeInterval is the least time between the starts of two /probe
+	// tests (the rate limit).
+	ProbeInterval time.Duration
+	Tests         []*Test
+}
+
+// Test is one test of the file.
+type Test struct {
+	Name      string
+	Servers   []control.ServerAddr // in failover order
+	Direction Direction
+	Schedule  Schedule
+	// Client is the client's configuration for the first server, as the
+	// command line would make it from Options; Plan its Plan.
+	Client *control.ClientConfig
+	Plan   client.Plan
+}
+
+// ClientParser turns a client's command-line arguments (options, then
+// servers) into its configuration, with the command line's checks and
+// messages: `udpstp client`'s own parser, which the command hands in.
+type ClientParser func(args []string) (*control.ClientConfig, client.Plan, error)
+
+// LoadOptions are what loading needs beyond the file.
+type LoadOptions struct {
+	Parse ClientParser
+	// MinEvery overrides MinEvery (tests of the agent itself); 0: MinEvery.
+	MinEvery time.Duration
+}
+
+// Default is the configuration without a file: no scheduled tests.
+func Default() *Config {
+	return &Config{Tolerance: DefaultTolerance, ProbeMax: DefaultProbeMax, ProbeInterval: DefaultProbeInterval}
+}
+
+// Load reads and checks the file at path. Every error names the file, the
+// line and the key.
+func Load(path string, o LoadOptions) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	return Parse(path, b, o)
+}
+
+// Parse checks b, the contents of the file named path.
+func Parse(path string, b []byte, o LoadOptions) (*Config, error) {
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f fileConfig
+	if err := dec.Decode(&f); err != nil {
+		return nil, decodeError(path, b, err)
+	}
+	lines, err := keyLines(b)
+	if err != nil { // the decoder read it: not expected
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c := &configChecker{path: path, lines: lines, o: o}
+	if c.o.MinEvery <= 0 {
+		c.o.MinEvery = MinEvery
+	}
+	return c.resolve(&f)
+}
+
+// decodeError says where the decoder stopped: file:line: key: why.
+func decodeError(path string, b []byte, err error) error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		if k := de.Key(); len(k) > 0 {
+			return fmt.Errorf("%s:%d: %s: %s", path, row, elementKey(b, row, k), msg)
+		}
+		return fmt.Errorf("%s:%d: %s", path, row, msg)
+	}
+	var se *toml.StrictMissingError
+	if errors.As(err, &se) && len(se.Errors) > 0 {
+		e := se.Errors[0]
+		row, _ := e.Position()
+		return fmt.Errorf("%s:%d: %s: unknown key", path, row, strings.Join(e.Key(), "."))
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// elementKey names the decoder's key (without the array index) as the
+// other errors do: test[2].every for the key on row of the second [[test]].
+func elementKey(b []byte, row int, key []string) string {
+	lines, err := keyLines(b)
+	want := strings.Join(key, ".")
+	if err == nil {
+		for k, l := range lines {
+			if l == row && indexRe.ReplaceAllString(k, "$2") == want {
+				return displayKey(k)
+			}
+		}
+	}
+	return want
+}

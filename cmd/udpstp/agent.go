@@ -1,0 +1,138 @@
+//go:build !small
+
+package main
+
+// `udpstp agent`: the long-running service of package agent, its flags and
+// the client's own parser handed to it, so that a test's options in the
+// agent's file are checked exactly as on the command line.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/agent"
+	"github.com/udpstp/udpstp/client"
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/server"
+	"github.com/udpstp/udpstp/store"
+	"github.com/udpstp/udpstp/web"
+)
+
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "agent",
+		Usage:     "run tests on schedules, keep their results, serve them (page, /metrics, /probe)",
+		UsageText: "udpstp agent [--config FILE] [--http ADDR] [--store sqlite:PATH] [--identity NAME]",
+		Description: "Runs the tests of a TOML file (--config; see docs/agent.md) on their schedules,\n" +
+			"one at a time, stores every result, and serves a page, Prometheus metrics\n" +
+			"(/metrics) and a blackbox-style /probe?target=host[:port]&direction=up|down&duration=S.\n" +
+			"SIGHUP reads the file again; a file with an error leaves the old one in force.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", TakesFile: true, Usage: "the tests and their schedules, a TOML `FILE` (none: no scheduled tests)"},
+			&cli.StringFlag{Name: "http", Value: "127.0.0.1:8080", Usage: "listen on `ADDR` for the page, /metrics and /probe"},
+			&cli.StringFlag{Name: "store", Usage: "the result store: sqlite:PATH or postgres://...", DefaultText: "sqlite:$STATE_DIRECTORY/results.db or sqlite:/var/lib/udpstp/results.db"},
+			&cli.StringFlag{Name: "identity", Usage: "the probe's `NAME` in its results", DefaultText: "the host name"},
+			&cli.DurationFlag{Name: "test-min-every", Hidden: true, Usage: "tests of the agent: a shorter least mean spacing"},
+		},
+		OnUsageError: usageError,
+		Action:       agentAction,
+	}
+}
+
+func agentAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return configError("agent: unexpected argument %q (the tests go in --config)", c.Args().First())
+	}
+	identity := c.String("identity")
+	if identity == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cli.Exit(fmt.Sprintf("agent: --identity not given and no host name: %v", err), exitConfig)
+		}
+		identity = h
+	}
+	spec := c.String("store")
+	if spec == "" {
+		spec = "sqlite:" + defaultStorePath()
+	}
+	ctx, stop := signalContext(c)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	err := agent.Serve(ctx, agent.ServeConfig{
+		ConfigPath: c.String("config"),
+		HTTP:       c.String("http"),
+		Store:      spec,
+		Page:       agentPage,
+		Load:       agent.LoadOptions{Parse: parseClientArgs, MinEvery: c.Duration("test-min-every")},
+		Options: agent.Options{Identity: identity, Log: log, Version: buildinfo.Get().Version,
+			Network: func() (control.Network, func()) {
+				return server.NewClientNet(false, false, log)
+			}},
+	})
+	switch {
+	case err == nil:
+		return nil
+	case agent.IsConfigError(err):
+		return cli.Exit("agent: "+err.Error(), exitConfig)
+	}
+	return cli.Exit("agent: "+err.Error(), exitInit)
+}
+
+// agentPage is the web page of package web over a's store.
+func agentPage(a *agent.Agent, st store.Store, log *slog.Logger) http.Handler {
+	return web.Handler(web.Config{Store: st, Agent: webAgent{a}, Logger: log})
+}
+
+// webAgent is an agent as the page sees it: its busy error is the page's.
+type webAgent struct{ *agent.Agent }
+
+func (w webAgent) RunNow(name string) error {
+	err := w.Agent.RunNow(name)
+	if errors.Is(err, agent.ErrBusy) {
+		return fmt.Errorf("%w: %w", web.ErrBusy, err)
+	}
+	return err
+}
+
+// defaultStorePath is the store under systemd's StateDirectory=, else
+// /var/lib/udpstp.
+func defaultStorePath() string {
+	dir := "/var/lib/udpstp"
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		dir = d
+	}
+	return filepath.Join(dir, "results.db")
+}
+
+// parseClientArgs reads a client's arguments (options, "--", one server)
+// with `udpstp client`'s parser and checks.
+func parseClientArgs(args []string) (*control.ClientConfig, client.Plan, error) {
+	var cfg *control.ClientConfig
+	var plan client.Plan
+	cmd := getoptCommand(&cli.Command{Name: "client"}, func() []cli.Flag { return flagsFor(forClient) }, func(c *cli.Context) error {
+		cc, lo, err := clientConfig(optionValues{c, forClient})
+		if err != nil {
+			return err
+		}
+		cfg, plan = cc, lo.Plan
+		return nil
+	})
+	app := &cli.App{Name: "udpstp", Writer: io.Discard, ErrWriter: io.Discard, Commands: []*cli.Command{cmd},
+		OnUsageError: usageError, ExitErrHandler: func(*cli.Context, error) {}}
+	if err := app.Run(append([]string{"udpstp", "client"}, args...)); err != nil {
+		return nil, plan, err
+	}
+	if cfg == nil {
+		return nil, plan, fmt.Errorf("not a test: %s", strings.Join(args, " "))
+	}
+	return cfg, plan, nil
+}

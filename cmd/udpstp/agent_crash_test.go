@@ -1,0 +1,118 @@
+//go:build !small
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the store's own driver, for PRAGMA integrity_check
+
+	"github.com/udpstp/udpstp/store"
+)
+
+// TestAgentKill9: the agent killed with SIGKILL 20 times at random
+// moments while it tests and writes (one test against a dead server
+// stores a missed result every second or so, one runs real tests) leaves a
+// store that passes PRAGMA integrity_check and holds every result the
+// agent logged as stored.
+func TestAgentKill9(t *testing.T) {
+	e2e(t)
+	port := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", strconv.Itoa(port), "127.0.0.1")
+	dead := freePort(t, "127.0.0.1")
+	dir := t.TempDir()
+	config := filepath.Join(dir, "agent.toml")
+	writeAgentFile(t, config, fmt.Sprintf(`tolerance = "10m"
+[[test]]
+name = "dead"
+servers = ["127.0.0.1:%d"]
+direction = "up"
+every = "1s"
+
+[[test]]
+name = "real"
+servers = ["127.0.0.1:%d"]
+direction = "down"
+every = "1s"
+options = { test-time = 5 }
+`, dead, port))
+	db := filepath.Join(dir, "results.db")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))
+	var logged []string
+	var logs bytes.Buffer
+	for round := range 20 {
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		var mu sync.Mutex
+		var out bytes.Buffer
+		cmd := exec.Command(udpstpBin, "agent", "--config", config, "--http", httpAddr, "--store", "sqlite:"+db,
+			"--identity", "crash", "--test-min-every", "1s")
+		cmd.Stdout = lockedWriter{&mu, &out}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 60*time.Second, "agent serving", func() (bool, string) {
+			code, _, err := httpGet("http://" + httpAddr + "/healthz")
+			mu.Lock()
+			defer mu.Unlock()
+			return err == nil && code == http.StatusOK, out.String()
+		})
+		// A random moment: the kill is the event under test, not a wait
+		// for something to happen.
+		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(8*time.Second))))
+		cmd.Process.Kill()
+		cmd.Wait() // and the copy of its output
+		for _, m := range storedRe.FindAllStringSubmatch(out.String(), -1) {
+			logged = append(logged, m[1])
+		}
+		fmt.Fprintf(&logs, "--- round %d\n%s", round, out.String())
+	}
+	if len(logged) < 10 {
+		t.Errorf("only %d results logged as stored in 20 rounds (want 10 or more): the kills did not come while it wrote\n%s", len(logged), logs.String())
+	}
+
+	conn, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check string
+	if err := conn.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check: %q, %v", check, err)
+	}
+	conn.Close()
+	st, err := store.Open(context.Background(), "sqlite:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	missing := 0
+	for _, id := range logged {
+		if _, err := st.Get(context.Background(), id); err != nil {
+			missing++
+			t.Errorf("result %s was logged as stored: %v", id, err)
+		}
+	}
+	rows, _ := st.List(context.Background(), store.Filter{})
+	real := 0
+	for _, r := range rows {
+		if r.Test == "real" && r.Status == store.StatusOK {
+			real++
+		}
+	}
+	t.Logf("%d results logged as stored, %d missing, %d rows (%d real tests completed)", len(logged), missing, len(rows), real)
+	if !strings.Contains(logs.String(), "agent serving") {
+		t.Error("no agent started")
+	}
+}

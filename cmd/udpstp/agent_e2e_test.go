@@ -1,0 +1,278 @@
+//go:build !small
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/udpstp/udpstp/store"
+)
+
+// agentProc is an agent process under test.
+type agentProc struct {
+	*proc
+	base  string // http://127.0.0.1:port
+	store string // its --store
+}
+
+// startAgent runs `udpstp agent` with a test's store and listener, and a
+// least mean spacing of 1 s, and waits until /healthz answers.
+func startAgent(t *testing.T, dir, config string, extra ...string) *agentProc {
+	t.Helper()
+	a := &agentProc{base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t)), store: "sqlite:" + filepath.Join(dir, "results.db")}
+	args := []string{"agent", "--http", strings.TrimPrefix(a.base, "http://"), "--store", a.store,
+		"--identity", "probe-e2e", "--test-min-every", "1s"}
+	if config != "" {
+		args = append(args, "--config", config)
+	}
+	cmd := exec.Command(udpstpBin, append(args, extra...)...)
+	a.proc = &proc{cmd: cmd}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a.watch(stderr)
+	waitUntil(t, 60*time.Second, "agent serving", func() (bool, string) {
+		code, _, err := httpGet(a.base + "/healthz")
+		return err == nil && code == http.StatusOK, a.log()
+	})
+	return a
+}
+
+// results reads the agent's store, as `udpstp history` does while the
+// agent runs.
+func (a *agentProc) results(t *testing.T, f store.Filter) []store.Result {
+	t.Helper()
+	st, err := store.Open(context.Background(), a.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.List(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestAgentE2EPrometheus runs the agent with three tests on a fast schedule against
+// our server, the first test's first server dead (failover), and checks
+// the store, /metrics (promtool), a reload with a bad file and a good one,
+// and /probe scraped by a real Prometheus.
+func TestAgentE2EPrometheus(t *testing.T) {
+	e2e(t)
+	for _, tool := range []string{"promtool", "prometheus"} {
+		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found (apt-get install prometheus; .ci/run does): %v", tool, err)
+		}
+	}
+	promtool := lookTool(t, "promtool")
+	promBin := lookTool(t, "prometheus")
+	port := freePort(t, "127.0.0.1")
+	spawnServer(t, udpstpBin, "server", "-p", strconv.Itoa(port), "127.0.0.1")
+	dead := freePort(t, "127.0.0.1") // nothing listens: ICMP port unreachable
+	live := fmt.Sprintf("127.0.0.1:%d", port)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "agent.toml")
+	writeAgentFile(t, config, fmt.Sprintf(`tolerance = "10m"
+[probe]
+min_interval = "1s"
+max_duration = "10s"
+
+[[test]]
+name = "down"
+servers = ["127.0.0.1:%d", %q]
+direction = "down"
+every = "2s"
+options = { test-time = 5 }
+
+[[test]]
+name = "up"
+servers = [%q]
+direction = "up"
+every = "2s"
+options = { test-time = 5 }
+
+[[test]]
+name = "bidi"
+servers = [%q]
+direction = "bidirectional"
+every = "2s"
+options = { test-time = 5 }
+`, dead, live, live, live))
+	a := startAgent(t, dir, config)
+	a.stopAtCleanup(t, "agent")
+
+	for _, name := range []string{"down", "up", "bidi"} {
+		waitUntil(t, 180*time.Second, "a result of "+name, func() (bool, string) {
+			return len(a.results(t, store.Filter{Test: name, Limit: 1})) > 0, a.log()
+		})
+	}
+	rows := a.results(t, store.Filter{})
+	ids := map[string]bool{}
+	for _, r := range rows {
+		if _, err := uuid.Parse(r.ID); err != nil || ids[r.ID] {
+			t.Errorf("result ID %q: %v (or twice)", r.ID, err)
+		}
+		ids[r.ID] = true
+		if r.Agent != "probe-e2e" || r.Origin != store.OriginClient {
+			t.Errorf("agent %q origin %q", r.Agent, r.Origin)
+		}
+		if r.Status == store.StatusMissed {
+			t.Errorf("missed (tolerance 10 min, server up): %+v", r)
+			continue
+		}
+		if r.Server != live || r.Status != store.StatusOK || r.MaxMbps == nil || *r.MaxMbps <= 0 || r.RTTMinMs == nil {
+			t.Errorf("%s: %+v", r.Test, r)
+		}
+		switch r.Test {
+		case "down":
+			if r.Direction != "down" || !strings.Contains(r.Warning, fmt.Sprintf("failover: 127.0.0.1:%d", dead)) {
+				t.Errorf("down (after failover): direction %q warning %q", r.Direction, r.Warning)
+			}
+		case "up":
+			if r.Direction != "up" {
+				t.Errorf("up: direction %q", r.Direction)
+			}
+		case "bidi":
+			if r.Direction != "bidirectional" || r.LoadedMs == nil || r.RPM == nil || r.Grade == "" {
+				t.Errorf("bidi: direction %q loaded %v rpm %v grade %q", r.Direction, r.LoadedMs, r.RPM, r.Grade)
+			}
+		}
+	}
+	st, err := store.Open(context.Background(), a.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full, err := st.Get(context.Background(), rows[0].ID); err != nil || !strings.Contains(string(full.Doc), `"ErrorStatus"`) {
+		t.Errorf("the stored document: %v %.200s", err, full.Doc)
+	}
+	st.Close()
+
+	code, body, err := httpGet(a.base + "/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", code, err)
+	}
+	promtoolCheck(t, promtool, "/metrics", body)
+	for _, want := range []string{
+		fmt.Sprintf(`udpstp_agent_capacity_bytes_per_second{direction="down",result="max",server=%q,test="down"}`, live),
+		fmt.Sprintf(`udpstp_agent_capacity_bytes_per_second{direction="up",result="summary",server=%q,test="up"}`, live),
+		fmt.Sprintf(`udpstp_agent_latency_under_load_seconds{direction="bidirectional",server=%q,test="bidi"}`, live),
+		fmt.Sprintf(`udpstp_agent_responsiveness_rpm{direction="bidirectional",server=%q,test="bidi"}`, live),
+		`udpstp_agent_tests_total{status="ok",test="down"}`,
+		`udpstp_agent_test_duration_seconds_count{test="up"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+
+	// The page (package web) is mounted at /, over the same store.
+	code, body, err = httpGet(a.base + "/")
+	if err != nil || code != http.StatusOK || !strings.Contains(string(body), "bidi") {
+		t.Errorf("the page: %d %v %.300s", code, err, body)
+	}
+
+	// A bad file on reload: logged, the configuration in force stays.
+	writeAgentFile(t, config, "[[test]]\nname = \"x\"\nservers = [\"s\"]\ndirection = \"down\"\nevery = \"often\"\n")
+	a.cmd.Process.Signal(syscall.SIGHUP)
+	waitUntil(t, 30*time.Second, "the bad file refused", func() (bool, string) {
+		return strings.Contains(a.log(), "reload refused") && strings.Contains(a.log(), "agent.toml:5: test[1].every"), a.log()
+	})
+	if _, body, _ := httpGet(a.base + "/metrics"); !strings.Contains(string(body), "udpstp_agent_config_last_reload_successful 0") {
+		t.Error("a refused reload is not in udpstp_agent_config_last_reload_successful")
+	}
+	// A good one without tests: the schedules stop, /probe stays.
+	writeAgentFile(t, config, "[probe]\nmin_interval = \"1s\"\n")
+	a.cmd.Process.Signal(syscall.SIGHUP)
+	waitUntil(t, 30*time.Second, "the good file reloaded", func() (bool, string) {
+		return strings.Contains(a.log(), "configuration reloaded"), a.log()
+	})
+	if a.cmd.ProcessState != nil {
+		t.Fatal("the agent ended on SIGHUP")
+	}
+
+	// /probe, as a Prometheus job with parameters drives it.
+	code, body, _ = httpGet(a.base + "/probe?target=" + live + "&duration=99999")
+	if code != http.StatusBadRequest {
+		t.Errorf("/probe with a duration over the limit: %d %s", code, body)
+	}
+	prom := startProbePrometheus(t, promBin, strings.TrimPrefix(a.base, "http://"), live)
+	waitUntil(t, 120*time.Second, "Prometheus scraped a probe", func() (bool, string) {
+		v, ok, detail := prom.query(`udpstp_probe_capacity_bytes_per_second{job="udpstp-probe",result="max"}`)
+		return ok && v > 0, detail + "\n" + a.log()
+	})
+	if v, ok, detail := prom.query(`udpstp_probe_success{job="udpstp-probe"}`); !ok || v != 1 {
+		t.Errorf("udpstp_probe_success: %v %v %s", v, ok, detail)
+	}
+	probes := a.results(t, store.Filter{Test: "probe"})
+	if len(probes) == 0 || probes[0].Server != live || probes[0].Direction != "down" || probes[0].Status != store.StatusOK {
+		t.Errorf("the probe's results in the store: %+v", probes)
+	}
+}
+
+// startProbePrometheus runs Prometheus with one job scraping the agent's
+// /probe with target and duration as parameters.
+func startProbePrometheus(t *testing.T, bin, agentAddr, target string) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	writeAgentFile(t, cfg, fmt.Sprintf(`global:
+  scrape_interval: 15s
+  scrape_timeout: 14s
+scrape_configs:
+  - job_name: udpstp-probe
+    metrics_path: /probe
+    params:
+      target: [%q]
+      direction: [down]
+      duration: ["5"]
+    static_configs:
+      - targets: [%q]
+`, target, agentAddr))
+	p := &prometheus{base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))}
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+strings.TrimPrefix(p.base, "http://"), "--log.level=warn")
+	p.proc = &proc{cmd: cmd}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.proc.watch(stderr)
+	p.proc.stopAtCleanup(t, "prometheus")
+	waitUntil(t, 60*time.Second, "prometheus ready", func() (bool, string) {
+		code, body, err := httpGet(p.base + "/-/ready")
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
+	})
+	return p
+}
+
+func writeAgentFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var storedRe = regexp.MustCompile(`msg="result stored" id=([0-9a-f-]{36})`)

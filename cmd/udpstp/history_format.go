@@ -1,0 +1,255 @@
+//go:build !small
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/udpstp/udpstp/store"
+)
+
+// How `udpstp history` prints results: the field names are the store's
+// column names (snake_case), the same in csv's header, json and ndjson;
+// docs/history.md lists them. A figure the test did not measure is null
+// in JSON and empty in CSV.
+
+// historyRow is a result as json and ndjson print it.
+type historyRow struct {
+	ID          string          `json:"id"`
+	Origin      string          `json:"origin"`
+	Test        string          `json:"test"`
+	Agent       string          `json:"agent"`
+	Server      string          `json:"server"`
+	Client      string          `json:"client"`
+	Start       *time.Time      `json:"start"`
+	End         *time.Time      `json:"end"`
+	Direction   string          `json:"direction"`
+	Status      string          `json:"status"`
+	ErrorStatus int             `json:"error_status"`
+	Warning     string          `json:"warning"`
+	MaxMbps     *float64        `json:"max_mbps"`
+	SummaryMbps *float64        `json:"summary_mbps"`
+	LossRatio   *float64        `json:"loss_ratio"`
+	RTTMinMs    *float64        `json:"rtt_min_ms"`
+	RTTRangeMs  *float64        `json:"rtt_range_ms"`
+	DelayVarMs  *float64        `json:"delay_var_ms"`
+	LoadedMs    *float64        `json:"loaded_ms"`
+	RPM         *float64        `json:"rpm"`
+	Grade       string          `json:"grade"`
+	Doc         json.RawMessage `json:"doc,omitempty"` // export only
+}
+
+// historyColumns are csv's header, in historyRow's order (without doc).
+var historyColumns = []string{"id", "origin", "test", "agent", "server", "client", "start", "end", "direction",
+	"status", "error_status", "warning", "max_mbps", "summary_mbps", "loss_ratio", "rtt_min_ms", "rtt_range_ms",
+	"delay_var_ms", "loaded_ms", "rpm", "grade"}
+
+func rowOf(r *store.Result) historyRow {
+	t := func(v time.Time) *time.Time {
+		if v.IsZero() {
+			return nil
+		}
+		u := v.UTC()
+		return &u
+	}
+	return historyRow{ID: r.ID, Origin: string(r.Origin), Test: r.Test, Agent: r.Agent, Server: r.Server, Client: r.Client,
+		Start: t(r.Start), End: t(r.End), Direction: r.Direction, Status: string(r.Status), ErrorStatus: r.ErrorStatus,
+		Warning: r.Warning, MaxMbps: r.MaxMbps, SummaryMbps: r.SummaryMbps, LossRatio: r.LossRatio, RTTMinMs: r.RTTMinMs,
+		RTTRangeMs: r.RTTRangeMs, DelayVarMs: r.DelayVarMs, LoadedMs: r.LoadedMs, RPM: r.RPM, Grade: r.Grade}
+}
+
+// record is the row's CSV fields, historyColumns' order.
+func (h *historyRow) record() []string {
+	t := func(v *time.Time) string {
+		if v == nil {
+			return ""
+		}
+		return v.Format(time.RFC3339Nano)
+	}
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	return []string{h.ID, h.Origin, h.Test, h.Agent, h.Server, h.Client, t(h.Start), t(h.End), h.Direction,
+		h.Status, strconv.Itoa(h.ErrorStatus), h.Warning, f(h.MaxMbps), f(h.SummaryMbps), f(h.LossRatio),
+		f(h.RTTMinMs), f(h.RTTRangeMs), f(h.DelayVarMs), f(h.LoadedMs), f(h.RPM), h.Grade}
+}
+
+// writeResults prints rs in format.
+func writeResults(w io.Writer, format string, rs []store.Result) error {
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w) // RFC 4180 quoting
+		cw.Write(historyColumns)
+		for i := range rs {
+			row := rowOf(&rs[i])
+			cw.Write(row.record())
+		}
+		cw.Flush()
+		return cw.Error()
+	case "json":
+		rows := make([]historyRow, 0, len(rs))
+		for i := range rs {
+			rows = append(rows, rowOf(&rs[i]))
+		}
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	case "ndjson":
+		enc := json.NewEncoder(w)
+		for i := range rs {
+			if err := enc.Encode(rowOf(&rs[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return writeTable(w, rs)
+}
+
+// writeTable is the list for people: the time in UTC to the second, the
+// figures rounded as the client's text rounds them, the ID last (whole,
+// for show and plot).
+func writeTable(w io.Writer, rs []store.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "START (UTC)\tTEST\tSERVER\tDIR\tSTATUS\tMAX Mbps\tSUM Mbps\tLOSS\tRTT ms\tLOADED ms\tRPM\tGRADE\tID")
+	for i := range rs {
+		r := &rs[i]
+		start := "-"
+		if !r.Start.IsZero() {
+			start = r.Start.UTC().Format(time.DateTime)
+		}
+		status := string(r.Status)
+		if r.ErrorStatus != 0 {
+			status += " " + strconv.Itoa(r.ErrorStatus)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", start, dash(r.Test), dash(r.Server), dash(r.Direction), status,
+			num(r.MaxMbps, 2), num(r.SummaryMbps, 2), sci(r.LossRatio), num(r.RTTMinMs, 0), num(r.LoadedMs, 0), num(r.RPM, 0), dash(r.Grade), r.ID)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func num(p *float64, prec int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', prec, 64)
+}
+
+// sci is a loss ratio as OB-UDPST's -r prints it.
+func sci(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2E", *p)
+}
+
+// exportResults writes the results f selects as ndjson, each with its
+// document, read one at a time so that a long history is not held whole.
+func exportResults(ctx context.Context, w io.Writer, st store.Store, f store.Filter) error {
+	rs, err := st.List(ctx, f)
+	if err != nil {
+		return fmt.Errorf("history export: %w", err)
+	}
+	enc := json.NewEncoder(w)
+	for i := range rs {
+		full, err := st.Get(ctx, rs[i].ID)
+		if err != nil {
+			return fmt.Errorf("history export: result %s: %w", rs[i].ID, err)
+		}
+		row := rowOf(full)
+		if json.Valid(full.Doc) {
+			var b bytes.Buffer
+			if json.Compact(&b, full.Doc) == nil {
+				row.Doc = b.Bytes()
+			}
+		}
+		if err := enc.Encode(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// showResult prints one result's figures, then its document: the
+// client's text report is written as the test runs (each connection's
+// Sub-Interval lines, messages where they came, the banner of the build
+// that ran it) and cannot be rebuilt from the document (docs/history.md).
+func showResult(w io.Writer, r *store.Result) error {
+	var b strings.Builder
+	line := func(label, value string) {
+		if value != "" && value != "-" {
+			fmt.Fprintf(&b, "%-34s %s\n", label+":", value)
+		}
+	}
+	ms := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64) + " ms"
+	}
+	line("Result", r.ID)
+	line("Test", r.Test)
+	line("Agent", r.Agent)
+	line("Origin", string(r.Origin))
+	line("Server", r.Server)
+	line("Client", r.Client)
+	if !r.Start.IsZero() {
+		line("Start", r.Start.UTC().Format(time.RFC3339Nano))
+	}
+	if !r.End.IsZero() {
+		line("End", r.End.UTC().Format(time.RFC3339Nano))
+	}
+	line("Direction", r.Direction)
+	line("Status", fmt.Sprintf("%s (ErrorStatus %d)", r.Status, r.ErrorStatus))
+	line("Message", r.Warning)
+	if r.MaxMbps != nil {
+		line("Maximum capacity (L3/IP)", num(r.MaxMbps, 2)+" Mbit/s")
+	}
+	if r.SummaryMbps != nil {
+		line("Summary capacity (L3/IP)", num(r.SummaryMbps, 2)+" Mbit/s")
+	}
+	if r.LossRatio != nil {
+		line("Loss ratio at the maximum", sci(r.LossRatio))
+	}
+	line("Minimum RTT", ms(r.RTTMinMs))
+	line("RTT range", ms(r.RTTRangeMs))
+	line("Delay variation at the maximum", ms(r.DelayVarMs))
+	line("Round trip under load", ms(r.LoadedMs))
+	if r.RPM != nil {
+		line("Responsiveness", fmt.Sprintf("%s RPM (%s)", num(r.RPM, 0), r.Grade))
+	}
+	b.WriteString("\nThe JSON document (the client's text report is not rebuilt from it: docs/history.md):\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	var doc bytes.Buffer
+	if err := json.Indent(&doc, r.Doc, "", "  "); err != nil {
+		// Not JSON (a corrupt row): as stored.
+		doc.Reset()
+		doc.Write(r.Doc)
+	}
+	_, err := w.Write(withNewline(doc.Bytes()))
+	return err
+}
