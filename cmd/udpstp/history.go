@@ -65,8 +65,8 @@ func historyFlags() []cli.Flag {
 	}
 }
 
-// openStore opens the store for reading; tests replace it.
-var openStore = func(ctx context.Context, spec string) (store.Store, error) {
+// openStore opens the store for reading.
+func openStore(ctx context.Context, spec string) (store.Store, error) {
 	// A reader never creates a store: an SQLite file that is not there is
 	// an error here, before the engine would make an empty one.
 	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
