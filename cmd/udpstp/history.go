@@ -138,6 +138,9 @@ func historyAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(r.Doc) == 0 && (verb == "plot" || c.Bool("json")) {
+		return cli.Exit(fmt.Sprintf("history %s: result %s has no JSON document (%s: %s)", verb, r.ID, r.Status, r.Warning), exitFailure)
+	}
 	if verb == "show" {
 		if c.Bool("json") {
 			_, err := w.Write(withNewline(r.Doc))

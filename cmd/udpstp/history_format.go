@@ -240,6 +240,11 @@ func showResult(w io.Writer, r *store.Result) error {
 	if r.RPM != nil {
 		line("Responsiveness", fmt.Sprintf("%s RPM (%s)", num(r.RPM, 0), r.Grade))
 	}
+	if len(r.Doc) == 0 {
+		b.WriteString("\nNo JSON document: no test ran.\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	b.WriteString("\nThe JSON document (the client's text report is not rebuilt from it: docs/history.md):\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err

@@ -83,6 +83,14 @@ func seedStore(t *testing.T, st store.Store, spec, empty string) *seeded {
 		r.Doc = nil
 		s.rows = append(s.rows, r)
 	}
+	// A scheduled test that did not run: no document, no figures.
+	missed := store.Result{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(seedDocs)+1), Origin: store.OriginClient,
+		Test: "home", Agent: "probe-b", Direction: "down", Status: store.StatusMissed,
+		Warning: "every server refused", Start: now.Add(-time.Duration(len(seedDocs)) * time.Hour)}
+	if err := st.Put(context.Background(), &missed); err != nil {
+		t.Fatal(err)
+	}
+	s.rows = append(s.rows, missed)
 	return s
 }
 
@@ -261,8 +269,10 @@ func TestHistoryShowExportPlot(t *testing.T) {
 			t.Fatalf("export line %d: %v", i, err)
 		}
 		var want bytes.Buffer
-		if err := json.Compact(&want, s.docs[h.ID]); err != nil {
-			t.Fatal(err)
+		if doc := s.docs[h.ID]; doc != nil { // a missed test has none
+			if err := json.Compact(&want, doc); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if h.ID != s.rows[i].ID || !bytes.Equal(h.Doc, want.Bytes()) {
 			t.Errorf("export line %d: ID %s, doc of %d bytes, want %s's %d", i, h.ID, len(h.Doc), s.rows[i].ID, want.Len())
@@ -289,6 +299,18 @@ func TestHistoryShowExportPlot(t *testing.T) {
 	r = run(t, "history", "plot", s.rows[0].ID, "-o", "-", "--store", s.spec)
 	if r.code != 0 || !strings.Contains(r.out, "</svg>") {
 		t.Errorf("plot -o -: exit %d %q", r.code, r.msg)
+	}
+	// A missed test: show says it has no document, --json and plot refuse.
+	missed := s.rows[len(s.rows)-1]
+	r = run(t, "history", "show", missed.ID, "--store", s.spec)
+	if r.code != 0 || !strings.Contains(r.out, "missed") || !strings.Contains(r.out, "No JSON document") {
+		t.Errorf("show of a missed test: exit %d %q\n%s", r.code, r.msg, r.out)
+	}
+	for _, args := range [][]string{{"show", missed.ID, "--json"}, {"plot", missed.ID, "-o", "-"}} {
+		r = run(t, append([]string{"history", "--store", s.spec}, args...)...)
+		if r.code != exitFailure || !strings.Contains(r.msg, "no JSON document") {
+			t.Errorf("%q of a missed test: exit %d %q", args, r.code, r.msg)
+		}
 	}
 	// An error result has nothing to draw: said, not drawn.
 	r = run(t, "history", "plot", s.rows[2].ID, "-o", "-", "--store", s.spec)
