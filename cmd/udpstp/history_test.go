@@ -246,7 +246,7 @@ func TestHistoryShowExportPlot(t *testing.T) {
 		t.Fatalf("show: exit %d %q", r.code, r.msg)
 	}
 	for _, w := range []string{"Direction:", "bidirectional", "Maximum capacity (L3/IP):", "479.20 Mbit/s",
-		"Responsiveness:", "60000 RPM (High)", `"Bidirectional": {`} {
+		"Responsiveness:", "60000 RPM (High)", "Upstream maximum/summary (L3/IP):", "473.50/277.62 Mbit/s", "Downstream maximum/summary (L3/IP):", `"Bidirectional": {`} {
 		if !strings.Contains(r.out, w) {
 			t.Errorf("show: no %q in\n%.1500s", w, r.out)
 		}
