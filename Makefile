@@ -172,6 +172,14 @@ bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $$($(GO) list $(PKGS) | grep -v /internal/capacity)
 	UDPSTP_BIN=$(CURDIR)/$(BIN) $(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=0 ./internal/capacity
 
+# bench-store: the result store's benchmarks alone, three runs each (the
+# medians are docs/store.md's figures): SQLite with 100,000 results, and
+# PostgreSQL (a throw-away cluster of internal/pgtest: postgresql needed)
+# with 1,000 concurrent writers and a million rows. make bench runs them
+# once.
+bench-store:
+	$(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=3 -timeout=0 ./store
+
 # demo: a real loopback test in each direction between our own server and
 # client; the JSON results stay in demo-results/.
 DEMO_PORT ?= 34601

@@ -34,12 +34,13 @@ const sqliteBusy = 10 * time.Second
 // the writer nor it them. synchronous=FULL: with WAL, a commit is on disk
 // (the WAL fsynced) before Put returns, so a kill -9 or a power cut loses
 // at most the write in flight (NORMAL would also survive a kill -9, as
-// the WAL is in the OS's cache, but not a power cut). An integrity check
-// after a crash is docs/store.md's "Crash safety".
+// the WAL is in the OS's cache, but not a power cut): docs/store.md,
+// "Crash safety".
 var sqlitePragmas = []string{
 	fmt.Sprintf("busy_timeout(%d)", sqliteBusy.Milliseconds()),
 	"journal_mode(WAL)",
 	"synchronous(FULL)",
+	"foreign_keys(1)", // a result's document goes with it
 }
 
 func openSQLite(ctx context.Context, path string) (Store, error) {

@@ -39,7 +39,7 @@ type sqlStore struct {
 	wmu *sync.Mutex
 }
 
-// columns are results' columns but doc, in the order scanRow reads them.
+// columns are results' columns, in the order Result.dest has them.
 const columns = `id, origin, test, agent, server, client, start, "end", direction, status, error_status, warning, ` +
 	`max_mbps, summary_mbps, loss_ratio, rtt_min_ms, rtt_range_ms, delay_var_ms, loaded_ms, rpm, grade`
 
@@ -119,23 +119,53 @@ func (q *query) selected(f Filter, cols string) {
 func (s *sqlStore) q() *query { return &query{d: s.d} }
 
 func (s *sqlStore) Put(ctx context.Context, r *Result) error {
-	if r.ID == "" {
-		return errors.New("store: put: a result without an ID")
+	qs, err := s.insert(r)
+	if err != nil {
+		return err
 	}
-	if r.Start.IsZero() || r.Status == "" || r.Origin == "" {
-		return fmt.Errorf("store: put %s: a result needs its origin, start and status", r.ID)
+	if s.wmu != nil {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
 	}
-	doc, err := compress(r.Doc)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: put %s: %w", r.ID, err)
 	}
+	defer tx.Rollback()
+	for _, q := range qs {
+		if _, err := tx.ExecContext(ctx, q.String(), q.args...); err != nil {
+			return fmt.Errorf("store: put %s: %w", r.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: put %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// insert is Put's statements, for one transaction: r's row and its
+// document's, unless they are there. The document has a table of its own
+// so that the rows lists, series and summaries read stay small (a
+// document, compressed, is as large as ten rows).
+func (s *sqlStore) insert(r *Result) ([]*query, error) {
+	if r.ID == "" {
+		return nil, errors.New("store: put: a result without an ID")
+	}
+	if r.Start.IsZero() || r.Status == "" || r.Origin == "" {
+		return nil, fmt.Errorf("store: put %s: a result needs its origin, start and status", r.ID)
+	}
+	doc, err := compress(r.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("store: put %s: %w", r.ID, err)
+	}
 	q := s.q()
-	q.sql("INSERT INTO results (" + columns + ", doc) VALUES (")
+	q.sql("INSERT INTO results (" + columns + ") VALUES (")
 	for i, v := range []any{
-		r.ID, string(r.Origin), r.Test, r.Agent, r.Server, r.Client, s.d.timeArg(r.Start), s.d.timeArg(r.End),
-		r.Direction, string(r.Status), r.ErrorStatus, r.Warning,
+		text(r.ID), text(string(r.Origin)), text(r.Test), text(r.Agent), text(r.Server), text(r.Client),
+		s.d.timeArg(r.Start), s.d.timeArg(r.End),
+		text(r.Direction), text(string(r.Status)), r.ErrorStatus, text(r.Warning),
 		r.MaxMbps, r.SummaryMbps, r.LossRatio, r.RTTMinMs, r.RTTRangeMs, r.DelayVarMs, r.LoadedMs, r.RPM,
-		r.Grade, doc,
+		text(r.Grade),
 	} {
 		if i > 0 {
 			q.sql(", ")
@@ -144,19 +174,17 @@ func (s *sqlStore) Put(ctx context.Context, r *Result) error {
 	}
 	// A retried write (same ID) changes nothing and succeeds.
 	q.sql(") ON CONFLICT (id) DO NOTHING")
-	if s.wmu != nil {
-		s.wmu.Lock()
-		defer s.wmu.Unlock()
+	if doc == nil {
+		return []*query{q}, nil
 	}
-	if _, err := s.db.ExecContext(ctx, q.String(), q.args...); err != nil {
-		return fmt.Errorf("store: put %s: %w", r.ID, err)
-	}
-	return nil
+	d := s.q()
+	d.sql("INSERT INTO result_docs (id, doc) VALUES (").arg(text(r.ID)).sql(", ").arg(doc).sql(") ON CONFLICT (id) DO NOTHING")
+	return []*query{q, d}, nil
 }
 
 func (s *sqlStore) Get(ctx context.Context, id string) (*Result, error) {
 	q := s.q()
-	q.sql("SELECT " + columns + ", doc FROM results WHERE id = ").arg(id)
+	q.sql("SELECT " + columns + ", (SELECT doc FROM result_docs WHERE result_docs.id = results.id) FROM results WHERE id = ").arg(id)
 	var r Result
 	var doc []byte
 	err := s.db.QueryRowContext(ctx, q.String(), q.args...).Scan(append(r.dest(), &doc)...)
@@ -218,11 +246,11 @@ func (s *sqlStore) Series(ctx context.Context, f Filter, figure string, points i
 	}
 	points = min(points, maxPoints)
 	epoch := fmt.Sprintf(s.d.epochUS, "start")
-	// The span first: the buckets' width is the span over points.
+	// The span and count first, from the index alone: the buckets' width
+	// is the span over points.
 	q := s.q()
 	q.sql("SELECT MIN(e), MAX(e), COUNT(*) FROM ")
-	q.selected(f, epoch+" AS e, "+figure+" AS v")
-	q.sql(" WHERE v IS NOT NULL")
+	q.selected(f, epoch+" AS e")
 	var lo, hi sql.NullInt64
 	var n int
 	if err := s.db.QueryRowContext(ctx, q.String(), q.args...).Scan(&lo, &hi, &n); err != nil {
@@ -233,12 +261,12 @@ func (s *sqlStore) Series(ctx context.Context, f Filter, figure string, points i
 	}
 	q = s.q()
 	if n <= points {
-		// Every point fits: the points themselves.
+		// Every result fits: the results themselves.
 		q.sql("SELECT e, v FROM ")
 		q.selected(f, epoch+" AS e, "+figure+" AS v")
 		q.sql(" WHERE v IS NOT NULL ORDER BY e")
 	} else {
-		// Buckets of equal width w, numbered from 0 at the first point:
+		// Buckets of equal width w, numbered from 0 at the first result:
 		// (hi-lo)/w < points, so there are at most points of them. Each
 		// is its points' mean time and mean figure; times are averaged
 		// from the first (small numbers: no overflow, exact in a double).
@@ -335,21 +363,11 @@ func (s *sqlStore) Fleet(ctx context.Context, f Filter) (*Fleet, error) {
 	return out, nil
 }
 
-// fleetServers counts per server and status, with the capacity
-// histogram's buckets as sums of CASEs; Go only adds up the statuses.
+// fleetServers counts per server, status and capacity bucket (one CASE
+// gives a maximum's bucket: one comparison chain per row, not one sum per
+// bucket); Go only adds the counts up.
 func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error {
-	q := s.q()
-	q.sql("SELECT server, status, COUNT(*)")
-	for i, lo := range CapacityEdges {
-		q.sql(", SUM(CASE WHEN max_mbps >= " + edge(lo))
-		if i+1 < len(CapacityEdges) {
-			q.sql(" AND max_mbps < " + edge(CapacityEdges[i+1]))
-		}
-		q.sql(" THEN 1 ELSE 0 END)")
-	}
-	q.sql(" FROM ")
-	q.selected(f, "server, status, max_mbps")
-	q.sql(" GROUP BY server, status ORDER BY server, status")
+	q := s.fleetServersQuery(f)
 	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
 		return err
@@ -358,13 +376,9 @@ func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error
 	var cur *ServerSummary
 	for rows.Next() {
 		var server, status string
+		var bucket sql.NullInt64
 		var n int
-		caps := make([]sql.NullInt64, len(CapacityEdges))
-		dest := []any{&server, &status, &n}
-		for i := range caps {
-			dest = append(dest, &caps[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&server, &status, &bucket, &n); err != nil {
 			return err
 		}
 		if cur == nil || cur.Server != server {
@@ -375,11 +389,25 @@ func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error
 		}
 		cur.Tests += n
 		cur.ByStatus[Status(status)] += n
-		for i, c := range caps {
-			cur.Capacity[i] += int(c.Int64)
+		if bucket.Valid && bucket.Int64 >= 0 && bucket.Int64 < int64(len(cur.Capacity)) {
+			cur.Capacity[bucket.Int64] += n
 		}
 	}
 	return rows.Err()
+}
+
+func (s *sqlStore) fleetServersQuery(f Filter) *query {
+	q := s.q()
+	// The bucket of a maximum: the highest edge at or below it; none for
+	// no maximum (or a negative one).
+	q.sql("SELECT server, status, CASE")
+	for i := len(CapacityEdges) - 1; i >= 0; i-- {
+		q.sql(" WHEN max_mbps >= " + edge(CapacityEdges[i]) + " THEN " + strconv.Itoa(i))
+	}
+	q.sql(" END, COUNT(*) FROM ")
+	q.selected(f, "server, status, max_mbps")
+	q.sql(" GROUP BY 1, 2, 3 ORDER BY 1, 2")
+	return q
 }
 
 // edge is a capacity edge as an SQL literal.
@@ -388,13 +416,7 @@ func edge(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // fleetAgents counts per agent, and joins each agent's last result (the
 // (agent, start) index finds it).
 func (s *sqlStore) fleetAgents(ctx context.Context, f Filter, out *Fleet) error {
-	q := s.q()
-	q.sql("SELECT a.agent, a.n, a.missed, l.start, l.status, l.max_mbps FROM (SELECT agent, COUNT(*) AS n, " +
-		"SUM(CASE WHEN status = '" + string(StatusMissed) + "' THEN 1 ELSE 0 END) AS missed, MAX(start) AS last FROM ")
-	q.selected(f, "agent, status, start")
-	q.sql(" GROUP BY agent) a JOIN results l ON l.agent = a.agent AND l.start = a.last")
-	q.where(f, "l")
-	q.sql(" ORDER BY a.agent, l.id DESC")
+	q := s.fleetAgentsQuery(f)
 	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
 	if err != nil {
 		return err
@@ -417,6 +439,17 @@ func (s *sqlStore) fleetAgents(ctx context.Context, f Filter, out *Fleet) error 
 	return rows.Err()
 }
 
+func (s *sqlStore) fleetAgentsQuery(f Filter) *query {
+	q := s.q()
+	q.sql("SELECT a.agent, a.n, a.missed, l.start, l.status, l.max_mbps FROM (SELECT agent, COUNT(*) AS n, " +
+		"SUM(CASE WHEN status = '" + string(StatusMissed) + "' THEN 1 ELSE 0 END) AS missed, MAX(start) AS last FROM ")
+	q.selected(f, "agent, status, start")
+	q.sql(" GROUP BY agent) a JOIN results l ON l.agent = a.agent AND l.start = a.last")
+	q.where(f, "l")
+	q.sql(" ORDER BY a.agent, l.id DESC")
+	return q
+}
+
 func (s *sqlStore) Close() error { return s.db.Close() }
 
 // timeScan reads a time column: integer microseconds (SQLite) or a
@@ -433,6 +466,14 @@ func (ts timeScan) Scan(src any) error {
 		return fmt.Errorf("a time column holds %T", src)
 	}
 	return nil
+}
+
+// text is s as a text column takes it: PostgreSQL refuses invalid UTF-8
+// and NUL, and a result must not be lost for a byte of a peer's message
+// (OB-UDPST's ErrorMessage comes from the server), so both engines store
+// U+FFFD for them.
+func text(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // compress gzips a result's document; an empty one is stored as NULL.

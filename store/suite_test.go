@@ -105,6 +105,16 @@ func suitePutGet(t *testing.T, s Store) {
 	if !reflect.DeepEqual(got, bare) {
 		t.Errorf("Get bare:\n got %+v\nwant %+v", got, bare)
 	}
+	// Bytes PostgreSQL's text refuses (a hostile server's message): kept
+	// as U+FFFD, not a lost result.
+	odd := result(2)
+	odd.Warning = "bad \xff\x00 bytes"
+	put(t, s, odd)
+	if got, err := s.Get(ctx, odd.ID); err != nil {
+		t.Error(err)
+	} else if got.Warning != "bad \uFFFD\uFFFD bytes" {
+		t.Errorf("Get of a warning with invalid UTF-8 and NUL: %q", got.Warning)
+	}
 	if _, err := s.Get(ctx, "00000000-0000-4000-8000-999999999999"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of an unknown ID: %v, want ErrNotFound", err)
 	}
@@ -356,6 +366,11 @@ func suitePrune(t *testing.T, s Store) {
 	if !reflect.DeepEqual(ids(left), want) {
 		t.Errorf("after Prune: %v, want %v", ids(left), want)
 	}
+	// Their documents went with them.
+	var docs int
+	if err := s.(*sqlStore).db.QueryRow("SELECT COUNT(*) FROM result_docs").Scan(&docs); err != nil || docs != 4 {
+		t.Errorf("after Prune: %d documents, %v; want 4", docs, err)
+	}
 	if n, err := s.Prune(ctx, Retention{MaxCount: 4}); err != nil || n != 0 {
 		t.Errorf("Prune again: %d, %v", n, err)
 	}
@@ -488,5 +503,22 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 	}
 	if !strings.Contains(err.Error(), "newer than this udpstp") || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("the error does not say the store is newer: %v", err)
+	}
+}
+
+// badSpecs checks that Open refuses each spec with an error that says
+// the text it maps to, and never shows a password ("secret").
+func badSpecs(t *testing.T, specs map[string]string) {
+	t.Helper()
+	for spec, want := range specs {
+		s, err := Open(context.Background(), spec)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) worked", spec)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): %v; want it to say %q, without the password", spec, err, want)
+		}
 	}
 }

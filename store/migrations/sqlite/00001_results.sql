@@ -1,6 +1,6 @@
--- The results table (docs/store.md says what each column is). Times are
--- microseconds since the Unix epoch, UTC; doc is the gzip-compressed
--- OB-UDPST JSON document. Same version and columns as the PostgreSQL one.
+-- The results and their documents (docs/store.md says what each column
+-- is). Times are microseconds since the Unix epoch, UTC. Same version,
+-- tables and columns as the PostgreSQL one.
 
 -- +goose Up
 CREATE TABLE results (
@@ -24,13 +24,22 @@ CREATE TABLE results (
 	delay_var_ms REAL,
 	loaded_ms    REAL,
 	rpm          REAL,
-	grade        TEXT    NOT NULL DEFAULT '',
-	doc          BLOB
+	grade        TEXT    NOT NULL DEFAULT ''
 ) STRICT;
+-- An index per filter (docs/store.md, "Schema"), each carrying the
+-- columns its readers want, so that they read the index alone: a test's
+-- figures for its charts, a server's and a probe's for the fleet.
 CREATE INDEX results_start ON results (start);
-CREATE INDEX results_test_start ON results (test, start);
-CREATE INDEX results_server_start ON results (server, start);
-CREATE INDEX results_agent_start ON results (agent, start);
+CREATE INDEX results_test_start ON results (test, start, direction, max_mbps, summary_mbps, loss_ratio, rtt_min_ms, rtt_range_ms, delay_var_ms, loaded_ms, rpm);
+CREATE INDEX results_server_start ON results (server, start, status, max_mbps);
+CREATE INDEX results_agent_start ON results (agent, start, status, max_mbps);
+-- Each result's document, gzip-compressed, apart: the rows that lists,
+-- series and summaries read stay small.
+CREATE TABLE result_docs (
+	id  TEXT NOT NULL PRIMARY KEY REFERENCES results (id) ON DELETE CASCADE,
+	doc BLOB NOT NULL
+) STRICT;
 
 -- +goose Down
+DROP TABLE result_docs;
 DROP TABLE results;
