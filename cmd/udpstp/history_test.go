@@ -21,6 +21,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/pgtest"
 	"github.com/udpstp/udpstp/store"
 )
 
@@ -94,6 +95,23 @@ func seedStore(t *testing.T, st store.Store, spec, empty string) *seeded {
 	return s
 }
 
+// TestHistoryPostgres runs the history tests on a PostgreSQL store (a
+// throw-away cluster: internal/pgtest).
+func TestHistoryPostgres(t *testing.T) {
+	c := pgtest.Start(t)
+	spec := c.NewDatabase(t)
+	st, err := store.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := seedStore(t, st, spec, strings.Replace(c.DSN(), "/postgres?", "/nosuchdb?", 1))
+	st.Close()
+	t.Run("list", func(t *testing.T) { historyList(t, s) })
+	t.Run("filters", func(t *testing.T) { historyFilters(t, s) })
+	t.Run("show", func(t *testing.T) { historyShowExportPlot(t, s) })
+	t.Run("errors", func(t *testing.T) { historyErrors(t, s) })
+}
+
 // seedSQLite is an SQLite store in a file, seeded by seedStore.
 func seedSQLite(t *testing.T) *seeded {
 	t.Helper()
@@ -107,8 +125,9 @@ func seedSQLite(t *testing.T) *seeded {
 	return seedStore(t, st, spec, "sqlite:"+filepath.Join(dir, "none.db"))
 }
 
-func TestHistoryList(t *testing.T) {
-	s := seedSQLite(t)
+func TestHistoryList(t *testing.T) { historyList(t, seedSQLite(t)) }
+
+func historyList(t *testing.T, s *seeded) {
 	// Not a terminal: ndjson, newest first, every field.
 	r := run(t, "history", "--store", s.spec)
 	if r.code != 0 {
@@ -193,8 +212,9 @@ func TestHistoryList(t *testing.T) {
 	}
 }
 
-func TestHistoryFilters(t *testing.T) {
-	s := seedSQLite(t)
+func TestHistoryFilters(t *testing.T) { historyFilters(t, seedSQLite(t)) }
+
+func historyFilters(t *testing.T, s *seeded) {
 	list := func(args ...string) []string {
 		t.Helper()
 		r := run(t, append([]string{"history", "--store", s.spec, "--format", "json"}, args...)...)
@@ -238,8 +258,9 @@ func TestHistoryFilters(t *testing.T) {
 	want([]string{"--since", "1d", "--until", until, "--limit", "1"}, func(i int, _ *store.Result) bool { return i == 3 })
 }
 
-func TestHistoryShowExportPlot(t *testing.T) {
-	s := seedSQLite(t)
+func TestHistoryShowExportPlot(t *testing.T) { historyShowExportPlot(t, seedSQLite(t)) }
+
+func historyShowExportPlot(t *testing.T, s *seeded) {
 	bidir := s.rows[4]
 	r := run(t, "history", "show", bidir.ID, "--store", s.spec)
 	if r.code != 0 {
@@ -319,8 +340,9 @@ func TestHistoryShowExportPlot(t *testing.T) {
 	}
 }
 
-func TestHistoryErrors(t *testing.T) {
-	s := seedSQLite(t)
+func TestHistoryErrors(t *testing.T) { historyErrors(t, seedSQLite(t)) }
+
+func historyErrors(t *testing.T, s *seeded) {
 	for _, c := range []struct {
 		args []string
 		code int
@@ -346,13 +368,17 @@ func TestHistoryErrors(t *testing.T) {
 		}
 	}
 	// A store that is not there: an error, and no empty store made.
-	path := strings.TrimPrefix(s.empty, "sqlite:")
 	r := run(t, "history", "--store", s.empty)
-	if r.code != exitInit || !strings.Contains(r.msg, "history only reads") {
+	if r.code != exitInit {
 		t.Errorf("missing store: exit %d %q", r.code, r.msg)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("history made %s (%v)", path, err)
+	if path, ok := strings.CutPrefix(s.empty, "sqlite:"); ok {
+		if !strings.Contains(r.msg, "history only reads") {
+			t.Errorf("missing store: %q", r.msg)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("history made %s (%v)", path, err)
+		}
 	}
 	r = run(t, "history", "--store", "nosuch:x")
 	if r.code != exitInit || !strings.Contains(r.msg, "no nosuch engine") {
