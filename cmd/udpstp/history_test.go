@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -416,5 +417,35 @@ func TestHistoryTableOnTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out, "START (UTC)") || !strings.Contains(out, s.rows[0].ID) || strings.Contains(out, `"id":`) {
 		t.Errorf("history on a terminal:\n%s", out)
+	}
+}
+
+// TestHistoryColumnsAreTheStores: csv's header and the JSON keys are the
+// results table's column names, in its order (docs/history.md says so).
+func TestHistoryColumnsAreTheStores(t *testing.T) {
+	s := seedSQLite(t)
+	db, err := sql.Open("sqlite", strings.TrimPrefix(s.spec, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT name FROM pragma_table_info('results') ORDER BY cid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cols, historyColumns) {
+		t.Errorf("results table's columns %v,\nhistory's %v", cols, historyColumns)
 	}
 }
