@@ -161,10 +161,11 @@ func (s *sqlStore) insert(r *Result) ([]*query, error) {
 	q := s.q()
 	q.sql("INSERT INTO results (" + columns + ") VALUES (")
 	for i, v := range []any{
-		r.ID, string(r.Origin), r.Test, r.Agent, r.Server, r.Client, s.d.timeArg(r.Start), s.d.timeArg(r.End),
-		r.Direction, string(r.Status), r.ErrorStatus, r.Warning,
+		text(r.ID), text(string(r.Origin)), text(r.Test), text(r.Agent), text(r.Server), text(r.Client),
+		s.d.timeArg(r.Start), s.d.timeArg(r.End),
+		text(r.Direction), text(string(r.Status)), r.ErrorStatus, text(r.Warning),
 		r.MaxMbps, r.SummaryMbps, r.LossRatio, r.RTTMinMs, r.RTTRangeMs, r.DelayVarMs, r.LoadedMs, r.RPM,
-		r.Grade,
+		text(r.Grade),
 	} {
 		if i > 0 {
 			q.sql(", ")
@@ -177,7 +178,7 @@ func (s *sqlStore) insert(r *Result) ([]*query, error) {
 		return []*query{q}, nil
 	}
 	d := s.q()
-	d.sql("INSERT INTO result_docs (id, doc) VALUES (").arg(r.ID).sql(", ").arg(doc).sql(") ON CONFLICT (id) DO NOTHING")
+	d.sql("INSERT INTO result_docs (id, doc) VALUES (").arg(text(r.ID)).sql(", ").arg(doc).sql(") ON CONFLICT (id) DO NOTHING")
 	return []*query{q, d}, nil
 }
 
@@ -465,6 +466,14 @@ func (ts timeScan) Scan(src any) error {
 		return fmt.Errorf("a time column holds %T", src)
 	}
 	return nil
+}
+
+// text is s as a text column takes it: PostgreSQL refuses invalid UTF-8
+// and NUL, and a result must not be lost for a byte of a peer's message
+// (OB-UDPST's ErrorMessage comes from the server), so both engines store
+// U+FFFD for them.
+func text(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // compress gzips a result's document; an empty one is stored as NULL.

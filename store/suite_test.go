@@ -105,6 +105,16 @@ func suitePutGet(t *testing.T, s Store) {
 	if !reflect.DeepEqual(got, bare) {
 		t.Errorf("Get bare:\n got %+v\nwant %+v", got, bare)
 	}
+	// Bytes PostgreSQL's text refuses (a hostile server's message): kept
+	// as U+FFFD, not a lost result.
+	odd := result(2)
+	odd.Warning = "bad \xff\x00 bytes"
+	put(t, s, odd)
+	if got, err := s.Get(ctx, odd.ID); err != nil {
+		t.Error(err)
+	} else if got.Warning != "bad \uFFFD\uFFFD bytes" {
+		t.Errorf("Get of a warning with invalid UTF-8 and NUL: %q", got.Warning)
+	}
 	if _, err := s.Get(ctx, "00000000-0000-4000-8000-999999999999"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of an unknown ID: %v, want ErrNotFound", err)
 	}

@@ -371,3 +371,19 @@ func joinMessages(msgs ...string) string {
 	}
 	return strings.Join(s, " / ")
 }
+
+// Halves summarizes each half of a --bidirectional pair as the test of
+// one direction it is (Summarize gives the pair one set of figures, the
+// downstream half's); ok is false for any other document.
+func Halves(doc []byte) (up, down Result, ok bool) {
+	var top struct{ Upstream, Downstream json.RawMessage }
+	if len(doc) > MaxDocSize || json.Unmarshal(doc, &top) != nil || top.Upstream == nil || top.Downstream == nil {
+		return up, down, false
+	}
+	up, errUp := Summarize(top.Upstream)
+	down, errDown := Summarize(top.Downstream)
+	if errUp != nil || errDown != nil || up.Direction == "bidirectional" || down.Direction == "bidirectional" {
+		return Result{}, Result{}, false
+	}
+	return up, down, true
+}

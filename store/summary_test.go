@@ -319,3 +319,22 @@ func TestSummarizeInto(t *testing.T) {
 		t.Errorf("a bad document: %v, %s", err, line(&r))
 	}
 }
+
+// TestHalves: each half of a pair as its own direction's figures.
+func TestHalves(t *testing.T) {
+	docs := goldenDocs(t)
+	up, down, ok := Halves(docs["udpstp/udpstp_bidir_t5"])
+	if !ok || up.Direction != "up" || down.Direction != "down" || up.MaxMbps == nil || *up.MaxMbps != 473.5 ||
+		down.MaxMbps == nil || *down.MaxMbps != 479.2 {
+		t.Errorf("Halves: %v\n up   %s\n down %s", ok, line(&up), line(&down))
+	}
+	for _, d := range []string{"obudpst/ds_default_v4", "udpstp/udpstp_repeat2_bidir_t5/run1"} {
+		_, _, ok := Halves(docs[d])
+		if ok != (d != "obudpst/ds_default_v4") {
+			t.Errorf("Halves(%s): %v", d, ok)
+		}
+	}
+	if _, _, ok := Halves([]byte(`{"Upstream": {"Upstream": {"ErrorStatus": 0}, "Downstream": {"ErrorStatus": 0}}, "Downstream": {"ErrorStatus": 0}}`)); ok {
+		t.Error("Halves of a pair nested in a pair: ok")
+	}
+}

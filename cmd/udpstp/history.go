@@ -65,8 +65,8 @@ func historyFlags() []cli.Flag {
 	}
 }
 
-// openStore opens the store for reading; tests replace it.
-var openStore = func(ctx context.Context, spec string) (store.Store, error) {
+// openStore opens the store for reading.
+func openStore(ctx context.Context, spec string) (store.Store, error) {
 	// A reader never creates a store: an SQLite file that is not there is
 	// an error here, before the engine would make an empty one.
 	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
@@ -137,6 +137,9 @@ func historyAction(c *cli.Context) error {
 	r, err := getResult(ctx, st, args[0], c.String("store"))
 	if err != nil {
 		return err
+	}
+	if len(r.Doc) == 0 && (verb == "plot" || c.Bool("json")) {
+		return cli.Exit(fmt.Sprintf("history %s: result %s has no JSON document (%s: %s)", verb, r.ID, r.Status, r.Warning), exitFailure)
 	}
 	if verb == "show" {
 		if c.Bool("json") {

@@ -200,7 +200,7 @@ func showResult(w io.Writer, r *store.Result) error {
 	var b strings.Builder
 	line := func(label, value string) {
 		if value != "" && value != "-" {
-			fmt.Fprintf(&b, "%-34s %s\n", label+":", value)
+			fmt.Fprintf(&b, "%-37s %s\n", label+":", value)
 		}
 	}
 	ms := func(p *float64) string {
@@ -230,6 +230,17 @@ func showResult(w io.Writer, r *store.Result) error {
 	if r.SummaryMbps != nil {
 		line("Summary capacity (L3/IP)", num(r.SummaryMbps, 2)+" Mbit/s")
 	}
+	if up, down, ok := store.Halves(r.Doc); ok {
+		// The pair's figures are the downstream half's: both, by name.
+		for _, h := range []struct {
+			name string
+			r    *store.Result
+		}{{"Upstream", &up}, {"Downstream", &down}} {
+			if h.r.MaxMbps != nil && h.r.SummaryMbps != nil {
+				line(h.name+" maximum/summary (L3/IP)", num(h.r.MaxMbps, 2)+"/"+num(h.r.SummaryMbps, 2)+" Mbit/s")
+			}
+		}
+	}
 	if r.LossRatio != nil {
 		line("Loss ratio at the maximum", sci(r.LossRatio))
 	}
@@ -239,6 +250,11 @@ func showResult(w io.Writer, r *store.Result) error {
 	line("Round trip under load", ms(r.LoadedMs))
 	if r.RPM != nil {
 		line("Responsiveness", fmt.Sprintf("%s RPM (%s)", num(r.RPM, 0), r.Grade))
+	}
+	if len(r.Doc) == 0 {
+		b.WriteString("\nNo JSON document: no test ran.\n")
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	b.WriteString("\nThe JSON document (the client's text report is not rebuilt from it: docs/history.md):\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
