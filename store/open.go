@@ -19,7 +19,7 @@ var engines = map[string]engine{}
 func Open(ctx context.Context, spec string) (Store, error) {
 	scheme, arg, ok := strings.Cut(spec, ":")
 	if !ok || arg == "" {
-		return nil, fmt.Errorf("store %q: want sqlite:PATH or postgres://...", spec)
+		return nil, fmt.Errorf("store %q: want sqlite:PATH or postgres://URL", spec)
 	}
 	switch scheme {
 	case "postgresql", "postgres":
