@@ -19,7 +19,7 @@ var engines = map[string]engine{}
 func Open(ctx context.Context, spec string) (Store, error) {
 	scheme, arg, ok := strings.Cut(spec, ":")
 	if !ok || arg == "" {
-		return nil, fmt.Errorf("store %q: want sqlite:PATH or postgres://URL", spec)
+		return nil, fmt.Errorf("store %q: want sqlite:PATH or postgres://HOST/DB", spec)
 	}
 	switch scheme {
 	case "postgresql", "postgres":
@@ -27,7 +27,7 @@ func Open(ctx context.Context, spec string) (Store, error) {
 	}
 	open, ok := engines[scheme]
 	if !ok {
-		return nil, fmt.Errorf("store %q: no %s engine in this build (want sqlite:PATH or postgres://...)", spec, scheme)
+		return nil, fmt.Errorf("store %q: no %s engine in this build (want sqlite:PATH or postgres://HOST/DB)", spec, scheme)
 	}
 	s, err := open(ctx, arg)
 	if err != nil {
