@@ -1,6 +1,6 @@
 package client
 
-// Failover (docs/fleet-srv.md): a client given `srv:NAME` as its one
+// Failover (docs/fleet.md): a client given `srv:NAME` as its one
 // server looks up the candidates once (package discover) and uses one
 // server at a time: its first Test Connection tries them in order, the
 // next when one does not answer (timeout, ICMP unreachable, a socket

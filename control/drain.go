@@ -6,7 +6,7 @@ package control
 // OB-UDPST 9.0.0 gives when it has no connection left for a test ("Max
 // connections exceeded", ErrorStatus 113): the busy server's answer,
 // which every client already knows and on which ours tries the next
-// server it was given (docs/fleet-drain.md).
+// server it was given (docs/fleet.md).
 
 // SetupDraining is the Setup Response code of a draining server.
 const SetupDraining = SetupConnFail

@@ -1,5 +1,5 @@
 // Package discover finds the servers a client may test against when it is
-// given `srv:NAME` instead of one host (docs/fleet-srv.md): the DNS SRV
+// given `srv:NAME` instead of one host (docs/fleet.md): the DNS SRV
 // records of the udpst service under NAME, ordered as RFC 2782 orders
 // them, or, when NAME has none, NAME's own addresses. The client tries
 // the candidates one at a time (client/failover.go), the next when one

@@ -1,6 +1,6 @@
 package server
 
-// Drain (docs/fleet-drain.md): the first SIGTERM stops admitting (new
+// Drain (docs/fleet.md): the first SIGTERM stops admitting (new
 // Setup Requests get code 13, control/drain.go), turns /readyz to 503 and
 // says STOPPING=1 with a STATUS= line, and lets the running tests finish
 // with their stop handshake, for at most --drain-timeout; then the server

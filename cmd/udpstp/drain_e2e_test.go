@@ -2,7 +2,7 @@
 
 package main
 
-// The drain (docs/fleet-drain.md), with real processes: the first SIGTERM
+// The drain (docs/fleet.md), with real processes: the first SIGTERM
 // stops admitting (code 13), turns /readyz to 503 and lets the running
 // test finish with every Sub-Interval; a second SIGTERM stops at once;
 // --drain-timeout bounds a test longer than it.

@@ -2,7 +2,7 @@
 
 package main
 
-// Finding a server (docs/fleet-srv.md) against a real DNS server: dnsmasq
+// Finding a server (docs/fleet.md) against a real DNS server: dnsmasq
 // in the lab's server namespace serves SRV records of _udpst._udp under
 // names of .test, pointing at servers in that namespace; the client runs
 // in the client namespace, whose resolver is that dnsmasq: `ip netns exec`
