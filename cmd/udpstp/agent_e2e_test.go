@@ -38,7 +38,14 @@ func startAgent(t *testing.T, dir, config string, extra ...string) *agentProc {
 	if config != "" {
 		args = append(args, "--config", config)
 	}
-	cmd := exec.Command(udpstpBin, append(args, extra...)...)
+	return runAgent(t, a, exec.Command(udpstpBin, append(args, extra...)...))
+}
+
+// runAgent starts cmd (an agent with a's --store) and waits until its
+// /healthz answers at a.base (its listener, or a way into its network
+// namespace).
+func runAgent(t *testing.T, a *agentProc, cmd *exec.Cmd) *agentProc {
+	t.Helper()
 	a.proc = &proc{cmd: cmd}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -91,32 +98,10 @@ func TestAgentE2EPrometheus(t *testing.T) {
 	live := fmt.Sprintf("127.0.0.1:%d", port)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "agent.toml")
-	writeAgentFile(t, config, fmt.Sprintf(`tolerance = "10m"
-[probe]
-min_interval = "1s"
-max_duration = "10s"
-
-[[test]]
-name = "down"
-servers = ["127.0.0.1:%d", %q]
-direction = "down"
-every = "2s"
-options = { test-time = 5 }
-
-[[test]]
-name = "up"
-servers = [%q]
-direction = "up"
-every = "2s"
-options = { test-time = 5 }
-
-[[test]]
-name = "bidi"
-servers = [%q]
-direction = "bidirectional"
-every = "2s"
-options = { test-time = 5 }
-`, dead, live, live, live))
+	writeAgentFile(t, config, fastConfig(
+		fastTest{"down", "down", []string{fmt.Sprintf("127.0.0.1:%d", dead), live}},
+		fastTest{"up", "up", []string{live}},
+		fastTest{"bidi", "bidirectional", []string{live}}))
 	a := startAgent(t, dir, config)
 	a.stopAtCleanup(t, "agent")
 
@@ -214,7 +199,14 @@ options = { test-time = 5 }
 	if code != http.StatusBadRequest {
 		t.Errorf("/probe with a duration over the limit: %d %s", code, body)
 	}
-	prom := startProbePrometheus(t, promBin, strings.TrimPrefix(a.base, "http://"), live)
+	scrapeProbe(t, promBin, a, live)
+}
+
+// scrapeProbe has a real Prometheus scrape a's /probe with target, and
+// checks the figures it scraped and the probe's result in a's store.
+func scrapeProbe(t *testing.T, promBin string, a *agentProc, target string) {
+	t.Helper()
+	prom := startProbePrometheus(t, promBin, strings.TrimPrefix(a.base, "http://"), target)
 	waitUntil(t, 120*time.Second, "Prometheus scraped a probe", func() (bool, string) {
 		v, ok, detail := prom.query(`udpstp_probe_capacity_bytes_per_second{job="udpstp-probe",result="max"}`)
 		return ok && v > 0, detail + "\n" + a.log()
@@ -223,7 +215,7 @@ options = { test-time = 5 }
 		t.Errorf("udpstp_probe_success: %v %v %s", v, ok, detail)
 	}
 	probes := a.results(t, store.Filter{Test: "probe"})
-	if len(probes) == 0 || probes[0].Server != live || probes[0].Direction != "down" || probes[0].Status != store.StatusOK {
+	if len(probes) == 0 || probes[0].Server != target || probes[0].Direction != "down" || probes[0].Status != store.StatusOK {
 		t.Errorf("the probe's results in the store: %+v", probes)
 	}
 }
@@ -266,6 +258,29 @@ scrape_configs:
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
 	})
 	return p
+}
+
+// fastTest is one [[test]] of fastConfig.
+type fastTest struct {
+	name, direction string
+	servers         []string
+}
+
+// fastConfig is an agent's file with tests on a fast schedule (every 2 s,
+// 5 s tests), a slot tolerated 10 min late (a busy machine), and /probe's
+// tests 1 s apart at least.
+func fastConfig(tests ...fastTest) string {
+	var b strings.Builder
+	b.WriteString("tolerance = \"10m\"\n[probe]\nmin_interval = \"1s\"\nmax_duration = \"10s\"\n")
+	for _, t := range tests {
+		q := make([]string, len(t.servers))
+		for i, s := range t.servers {
+			q[i] = strconv.Quote(s)
+		}
+		fmt.Fprintf(&b, "\n[[test]]\nname = %q\nservers = [%s]\ndirection = %q\nevery = \"2s\"\noptions = { test-time = 5 }\n",
+			t.name, strings.Join(q, ", "), t.direction)
+	}
+	return b.String()
 }
 
 func writeAgentFile(t *testing.T, path, s string) {
