@@ -6,9 +6,13 @@ import (
 	"time"
 )
 
-// maxSleep bounds one wait of the schedule loop: a machine that slept
-// through a slot is seen within it, and an idle agent wakes no more often.
-const maxSleep = 30 * time.Second
+// maxSleep bounds one wait of the schedule loop: Go's timers run on the
+// monotonic clock, which stands still while the machine is suspended, so a
+// slot slept through is seen (and stored as missed) within this of the
+// resume. Each wake of an idle Go process costs some 60 context switches of
+// the runtime's monitor thread, so the bound is minutes, not seconds; with
+// no test scheduled the loop sets no timer at all.
+const maxSleep = 5 * time.Minute
 
 // Run runs the schedules until ctx ends. Each test's next slot is a
 // wall-clock time; a slot the loop reaches more than the tolerance late
@@ -49,11 +53,17 @@ func (a *Agent) Run(ctx context.Context) error {
 				due = t
 			}
 		}
-		wait := maxSleep
-		if due != nil {
-			wait = min(next[due].Sub(now), maxSleep)
+		if due == nil {
+			// Nothing scheduled: wait for a reload (or the end) only.
+			a.sleeps.Add(1)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.reload:
+			}
+			continue
 		}
-		if due == nil || wait > 0 {
+		if wait := min(next[due].Sub(now), maxSleep); wait > 0 {
 			timer.Reset(wait)
 			a.sleeps.Add(1)
 			select {
