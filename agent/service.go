@@ -28,6 +28,10 @@ type ServeConfig struct {
 	ConfigPath string // "" for none: no scheduled tests
 	HTTP       string // listen address of the page, /metrics and /probe
 	Store      string // --store: sqlite:PATH or postgres://...
+	// Spool, if set, is the path of a local SQLite store that keeps every
+	// result first and uploads it to Store (store.OpenSpool): a remote
+	// store that is down, even at start, loses nothing.
+	Spool string
 	Load       LoadOptions
 	Options    Options // Store is opened from Store
 	// Page, if set, is the web page of a and its store, served at /.
@@ -53,7 +57,7 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	st, err := store.Open(ctx, sc.Store)
+	st, err := openStore(ctx, sc, log)
 	if err != nil {
 		return err
 	}
@@ -107,6 +111,14 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	defer scancel()
 	srv.Shutdown(sctx)
 	return err
+}
+
+// openStore opens --store, behind the spool when there is one.
+func openStore(ctx context.Context, sc ServeConfig, log *slog.Logger) (store.Store, error) {
+	if sc.Spool == "" {
+		return store.Open(ctx, sc.Store)
+	}
+	return store.OpenSpool(ctx, sc.Store, sc.Spool, store.SpoolOptions{Log: log})
 }
 
 func loadConfig(path string, o LoadOptions) (*Config, error) {
