@@ -31,9 +31,9 @@ type ServeConfig struct {
 	// Spool, if set, is the path of a local SQLite store that keeps every
 	// result first and uploads it to Store (store.OpenSpool): a remote
 	// store that is down, even at start, loses nothing.
-	Spool string
-	Load       LoadOptions
-	Options    Options // Store is opened from Store
+	Spool   string
+	Load    LoadOptions
+	Options Options // Store is opened from Store
 	// Page, if set, is the web page of a and its store, served at /.
 	Page func(a *Agent, st store.Store, log *slog.Logger) http.Handler
 	// Ready, if set, is called with the listener's address once the
