@@ -110,26 +110,7 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	srv.Shutdown(sctx)
-	flushSpool(st, log)
 	return err
-}
-
-// spoolFlushTimeout bounds the upload of what waits when the agent stops.
-const spoolFlushTimeout = 10 * time.Second
-
-// flushSpool uploads what waits in a spool before the agent exits, for a
-// while: the last test's result reaches the remote now if it answers;
-// what it does not take stays in the spool for the next start.
-func flushSpool(st store.Store, log *slog.Logger) {
-	sp, ok := st.(*store.Spool)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), spoolFlushTimeout)
-	defer cancel()
-	if err := sp.Flush(ctx); err != nil {
-		log.Warn("results kept in the spool for the next start", "err", err)
-	}
 }
 
 // openStore opens --store, behind the spool when there is one.
@@ -137,7 +118,9 @@ func openStore(ctx context.Context, sc ServeConfig, log *slog.Logger) (store.Sto
 	if sc.Spool == "" {
 		return store.Open(ctx, sc.Store)
 	}
-	return store.OpenSpool(ctx, sc.Store, sc.Spool, store.SpoolOptions{Log: log})
+	// The last test's result reaches the remote before the agent exits,
+	// if it answers; what it does not take waits for the next start.
+	return store.OpenSpool(ctx, sc.Store, sc.Spool, store.SpoolOptions{Log: log, FlushOnClose: store.SpoolCloseFlush})
 }
 
 func loadConfig(path string, o LoadOptions) (*Config, error) {

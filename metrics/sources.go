@@ -104,9 +104,14 @@ func Build(b BuildInfo) Source {
 
 // Archive reports the server's archive (package server/archive): the
 // records of tests written, refused by a file or the store, and dropped
-// (they came while it closed). counts is called once per scrape.
-func Archive(counts func() (written, failed, dropped uint64)) Source {
+// (they came while it closed), and, with a spool (a remote --store), how
+// many records wait in it. counts and waiting are called once per scrape.
+func Archive(counts func() (written, failed, dropped uint64), waiting func() (int, bool)) Source {
 	return func(emit func(Sample)) {
+		if n, ok := waiting(); ok {
+			emit(Sample{Name: "archive_records_waiting", Help: "Records in the archive's spool waiting for the remote result store",
+				Kind: Gauge, Value: float64(n)})
+		}
 		w, f, d := counts()
 		for _, c := range []struct {
 			result string

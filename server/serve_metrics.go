@@ -93,7 +93,7 @@ func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *co
 	if arc != nil {
 		sources = append(sources, metrics.Archive(func() (written, failed, dropped uint64) {
 			return arc.Written.Load(), arc.Failed.Load(), arc.Dropped.Load()
-		}))
+		}, arc.Waiting))
 	}
 	reg, err := metrics.NewRegistry(sources...)
 	if err != nil {

@@ -40,6 +40,11 @@ const (
 	DefaultSpoolTimeout    = 10 * time.Second
 )
 
+// SpoolCloseFlush is the FlushOnClose of the agent's and the server's
+// spools: long enough for a few results to go up when the remote
+// answers, short of systemd's stop timeout.
+const SpoolCloseFlush = 10 * time.Second
+
 // SpoolOptions configure NewSpool.
 type SpoolOptions struct {
 	// Outbox is the file that says which results wait for the remote
@@ -50,7 +55,10 @@ type SpoolOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Timeout bounds each call to the remote.
 	Timeout time.Duration
-	Log     *slog.Logger
+	// FlushOnClose is how long Close waits for what waits to be uploaded
+	// (Flush) before it stops the uploader; 0: it does not wait.
+	FlushOnClose time.Duration
+	Log          *slog.Logger
 }
 
 // Spool is a Store over a local and a remote Store (NewSpool).
@@ -382,13 +390,21 @@ func (s *Spool) Prune(ctx context.Context, r Retention) (int, error) {
 	return s.remote.Prune(ctx, r)
 }
 
-// Close stops the uploader (what waits stays in the outbox for the next
-// start) and closes both stores.
+// Close waits up to FlushOnClose for the uploads, stops the uploader
+// (what still waits stays in the outbox for the next start) and closes
+// both stores.
 func (s *Spool) Close() error {
 	select {
 	case <-s.stop:
 		return nil
 	default:
+	}
+	if s.opt.FlushOnClose > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opt.FlushOnClose)
+		if err := s.Flush(ctx); err != nil {
+			s.log.Warn("spool: results kept for the next start", "err", err)
+		}
+		cancel()
 	}
 	close(s.stop)
 	<-s.done

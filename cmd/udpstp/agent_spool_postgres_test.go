@@ -180,7 +180,7 @@ options = { test-time = 5 }
 		if err := a.cmd.Wait(); err != nil {
 			t.Errorf("%s: %v\n%s", a.name, err, a.log())
 		}
-		if l := a.log(); strings.Contains(l, "result not stored") || strings.Contains(l, "kept in the spool") {
+		if l := a.log(); strings.Contains(l, "result not stored") || strings.Contains(l, "kept for the next start") {
 			t.Errorf("%s: a result not stored, or left in its spool:\n%s", a.name, l)
 		}
 	}
