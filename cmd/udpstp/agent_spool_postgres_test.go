@@ -225,3 +225,11 @@ options = { test-time = 5 }
 		t.Logf("%s: %d results stored, %d of them started during the %v outage", a.name, len(logged), during, outage)
 	}
 }
+
+// TestAgentSpoolNeedsRemoteStore: --spool with a local store is refused
+// (that store is local already), before anything is opened.
+func TestAgentSpoolNeedsRemoteStore(t *testing.T) {
+	dir := t.TempDir()
+	mustFail(t, exitConfig, []string{"agent", "--store", "sqlite:" + filepath.Join(dir, "r.db"), "--spool", filepath.Join(dir, "s.db")},
+		"--spool is for a remote --store")
+}
