@@ -19,13 +19,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 )
 
@@ -37,8 +35,8 @@ type Cluster struct {
 	bin     string // PostgreSQL's binaries
 	dir     string // the cluster's directory: data/, the log, the socket
 	port    int
-	cred    *syscall.Credential // nil: run as this process's user
-	options string              // the server's settings (pg_ctl -o)
+	asUser  func(*exec.Cmd) // nil: run as this process's user
+	options string          // the server's settings (pg_ctl -o)
 
 	mu      sync.Mutex
 	running bool
@@ -87,15 +85,12 @@ func Start(t testing.TB, settings ...string) *Cluster {
 
 func start(bin string, settings []string) (_ *Cluster, err error) {
 	c := &Cluster{bin: bin}
+	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
 		// initdb refuses root: the cluster is nobody's.
-		u, err := user.Lookup("nobody")
-		if err != nil {
-			return nil, fmt.Errorf("running as root, and no user nobody to run PostgreSQL as: %w", err)
+		if c.asUser, uid, gid, err = unprivileged(); err != nil {
+			return nil, err
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	// Not t.TempDir: its parents are root's, mode 0700, closed to nobody.
 	if c.dir, err = os.MkdirTemp("", "pgtest-"); err != nil {
@@ -106,8 +101,8 @@ func start(bin string, settings []string) (_ *Cluster, err error) {
 			os.RemoveAll(c.dir)
 		}
 	}()
-	if c.cred != nil {
-		if err := os.Chown(c.dir, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+	if c.asUser != nil {
+		if err := os.Chown(c.dir, uid, gid); err != nil {
 			return nil, err
 		}
 	}
@@ -140,8 +135,8 @@ func (c *Cluster) run(name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8")
-	if c.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	if c.asUser != nil {
+		c.asUser(cmd)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
