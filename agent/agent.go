@@ -77,6 +77,9 @@ func New(cfg *Config, o Options) *Agent {
 	a := &Agent{o: o, lock: make(chan struct{}, 1), reload: make(chan struct{}, 1), m: newMetrics(), runClient: client.Run}
 	a.lock <- struct{}{}
 	a.cfg.Store(cfg)
+	if sp, ok := o.Store.(spooler); ok {
+		a.m.watchSpool(sp)
+	}
 	return a
 }
 

@@ -89,6 +89,30 @@ func newMetrics() *metrics {
 	return m
 }
 
+// spooler is a store that keeps results while its remote is down
+// (store.Spool).
+type spooler interface {
+	Pending() int
+	RemoteUp() bool
+}
+
+// watchSpool registers the gauges of a spool: how many results wait for
+// the remote, and whether it answered last.
+func (m *metrics) watchSpool(sp spooler) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "udpstp_agent_results_waiting",
+			Help: "Results kept in the local spool, waiting for the remote store."},
+			func() float64 { return float64(sp.Pending()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "udpstp_agent_store_up",
+			Help: "1 if the last call to the remote store succeeded."},
+			func() float64 {
+				if sp.RemoteUp() {
+					return 1
+				}
+				return 0
+			}))
+}
+
 // restore sets the gauges of r, a result stored before the agent started,
 // without counting it again.
 func (m *metrics) restore(r *store.Result) { m.set(r) }

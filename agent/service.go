@@ -28,8 +28,12 @@ type ServeConfig struct {
 	ConfigPath string // "" for none: no scheduled tests
 	HTTP       string // listen address of the page, /metrics and /probe
 	Store      string // --store: sqlite:PATH or postgres://...
-	Load       LoadOptions
-	Options    Options // Store is opened from Store
+	// Spool, if set, is the path of a local SQLite store that keeps every
+	// result first and uploads it to Store (store.OpenSpool): a remote
+	// store that is down, even at start, loses nothing.
+	Spool   string
+	Load    LoadOptions
+	Options Options // Store is opened from Store
 	// Page, if set, is the web page of a and its store, served at /.
 	Page func(a *Agent, st store.Store, log *slog.Logger) http.Handler
 	// Ready, if set, is called with the listener's address once the
@@ -53,7 +57,7 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	st, err := store.Open(ctx, sc.Store)
+	st, err := openStore(ctx, sc, log)
 	if err != nil {
 		return err
 	}
@@ -107,6 +111,16 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	defer scancel()
 	srv.Shutdown(sctx)
 	return err
+}
+
+// openStore opens --store, behind the spool when there is one.
+func openStore(ctx context.Context, sc ServeConfig, log *slog.Logger) (store.Store, error) {
+	if sc.Spool == "" {
+		return store.Open(ctx, sc.Store)
+	}
+	// The last test's result reaches the remote before the agent exits,
+	// if it answers; what it does not take waits for the next start.
+	return store.OpenSpool(ctx, sc.Store, sc.Spool, store.SpoolOptions{Log: log, FlushOnClose: store.SpoolCloseFlush})
 }
 
 func loadConfig(path string, o LoadOptions) (*Config, error) {

@@ -101,3 +101,24 @@ func Build(b BuildInfo) Source {
 			Value: 1})
 	}
 }
+
+// Archive reports the server's archive (package server/archive): the
+// records of tests written, refused by a file or the store, and dropped
+// (they came while it closed), and, with a spool (a remote --store), how
+// many records wait in it. counts and waiting are called once per scrape.
+func Archive(counts func() (written, failed, dropped uint64), waiting func() (int, bool)) Source {
+	return func(emit func(Sample)) {
+		if n, ok := waiting(); ok {
+			emit(Sample{Name: "archive_records_waiting", Help: "Records in the archive's spool waiting for the remote result store",
+				Kind: Gauge, Value: float64(n)})
+		}
+		w, f, d := counts()
+		for _, c := range []struct {
+			result string
+			n      uint64
+		}{{"written", w}, {"failed", f}, {"dropped", d}} {
+			emit(Sample{Name: "archive_records", Help: "Records of served tests the archive wrote, failed to write, or dropped",
+				Kind: Counter, Labels: []Label{{"result", c.result}}, Value: float64(c.n)})
+		}
+	}
+}

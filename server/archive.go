@@ -5,7 +5,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/udpstp/udpstp/server/archive"
@@ -51,7 +55,7 @@ func openArchive(ctx context.Context, o ArchiveOptions, log *slog.Logger) (*arch
 		}
 	}
 	if o.Store != "" {
-		s, err := store.Open(ctx, o.Store)
+		s, err := openArchiveStore(ctx, o, log)
 		if err != nil {
 			return nil, err
 		}
@@ -62,4 +66,24 @@ func openArchive(ctx context.Context, o ArchiveOptions, log *slog.Logger) (*arch
 		cfg.Store.Close()
 	}
 	return a, err
+}
+
+// SpoolFile is the name of the spool in the --archive directory: the
+// records for a remote --store wait there while it does not answer.
+const SpoolFile = "spool.db"
+
+// openArchiveStore opens --store. A remote one (postgres://...) with an
+// --archive directory goes through a spool in that directory
+// (store.OpenSpool, docs/fleet.md): the server starts while it is down,
+// and no record is lost while it is; without a directory it must answer
+// at start.
+func openArchiveStore(ctx context.Context, o ArchiveOptions, log *slog.Logger) (store.Store, error) {
+	if o.Dir == "" || strings.HasPrefix(o.Store, "sqlite:") {
+		return store.Open(ctx, o.Store)
+	}
+	// archive.Open makes the directory too; the spool needs it first.
+	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("%s: %w", opt("archive"), err)
+	}
+	return store.OpenSpool(ctx, o.Store, filepath.Join(o.Dir, SpoolFile), store.SpoolOptions{Log: log, FlushOnClose: store.SpoolCloseFlush})
 }

@@ -146,7 +146,7 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	}()
 	// Ready while admitting: not once a drain or a stop began.
 	ready := func() bool { return !srv.Draining() && ctx.Err() == nil }
-	mx.start(svc, &wg, srv, snet, base, ready, log)
+	mx.start(svc, &wg, srv, snet, base, arc, ready, log)
 	if so.StatsFile != "" {
 		sc := &statsCollector{
 			pattern: so.StatsFile, srv: srv, net: snet, log: log, started: processStart,

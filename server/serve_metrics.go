@@ -20,6 +20,7 @@ import (
 	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/metrics"
+	"github.com/udpstp/udpstp/server/archive"
 )
 
 // metricsEndpoint is the endpoint's listener until it serves; nil: none.
@@ -73,7 +74,7 @@ func (m *metricsEndpoint) close() {
 // start serves /metrics, and /readyz (readyHandler) by ready, until ctx
 // ends.
 func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *engineNet,
-	ready func() bool, log *slog.Logger) {
+	arc *archive.Archive, ready func() bool, log *slog.Logger) {
 	if m == nil {
 		return
 	}
@@ -88,6 +89,11 @@ func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *co
 	}
 	if base.pool != nil {
 		sources = append(sources, metrics.Pool(base.pool.Stats))
+	}
+	if arc != nil {
+		sources = append(sources, metrics.Archive(func() (written, failed, dropped uint64) {
+			return arc.Written.Load(), arc.Failed.Load(), arc.Dropped.Load()
+		}, arc.Waiting))
 	}
 	reg, err := metrics.NewRegistry(sources...)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/server/archive"
 )
 
 // metricsEndpoint is never made in the small build.
@@ -29,5 +30,5 @@ func listenMetrics(addr string) (*metricsEndpoint, error) {
 
 func (m *metricsEndpoint) close() {}
 
-func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *engineNet, func() bool, *slog.Logger) {
+func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *engineNet, *archive.Archive, func() bool, *slog.Logger) {
 }

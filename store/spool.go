@@ -40,6 +40,11 @@ const (
 	DefaultSpoolTimeout    = 10 * time.Second
 )
 
+// SpoolCloseFlush is the FlushOnClose of the agent's and the server's
+// spools: long enough for a few results to go up when the remote
+// answers, short of systemd's stop timeout.
+const SpoolCloseFlush = 10 * time.Second
+
 // SpoolOptions configure NewSpool.
 type SpoolOptions struct {
 	// Outbox is the file that says which results wait for the remote
@@ -50,7 +55,10 @@ type SpoolOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Timeout bounds each call to the remote.
 	Timeout time.Duration
-	Log     *slog.Logger
+	// FlushOnClose is how long Close waits for what waits to be uploaded
+	// (Flush) before it stops the uploader; 0: it does not wait.
+	FlushOnClose time.Duration
+	Log          *slog.Logger
 }
 
 // Spool is a Store over a local and a remote Store (NewSpool).
@@ -382,13 +390,21 @@ func (s *Spool) Prune(ctx context.Context, r Retention) (int, error) {
 	return s.remote.Prune(ctx, r)
 }
 
-// Close stops the uploader (what waits stays in the outbox for the next
-// start) and closes both stores.
+// Close waits up to FlushOnClose for the uploads, stops the uploader
+// (what still waits stays in the outbox for the next start) and closes
+// both stores.
 func (s *Spool) Close() error {
 	select {
 	case <-s.stop:
 		return nil
 	default:
+	}
+	if s.opt.FlushOnClose > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opt.FlushOnClose)
+		if err := s.Flush(ctx); err != nil {
+			s.log.Warn("spool: results kept for the next start", "err", err)
+		}
+		cancel()
 	}
 	close(s.stop)
 	<-s.done
@@ -396,4 +412,94 @@ func (s *Spool) Close() error {
 	err := s.outbox.Close()
 	s.mu.Unlock()
 	return errors.Join(err, s.local.Close(), s.remote.Close())
+}
+
+// lazy is a Store opened on first use, and again after an open failed:
+// a spool's remote that is down when the agent or the server starts
+// (store.Open pings and migrates, so it fails while PostgreSQL is down).
+type lazy struct {
+	spec string
+	mu   sync.Mutex
+	st   Store
+}
+
+// OpenLazy returns a Store that opens spec (as Open) when first called
+// and again on each call until an open succeeds; until then every call
+// returns the open's error. The spool's remote: its uploader retries.
+func OpenLazy(spec string) Store { return &lazy{spec: spec} }
+
+func (l *lazy) get(ctx context.Context) (Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st != nil {
+		return l.st, nil
+	}
+	st, err := Open(ctx, l.spec)
+	if err != nil {
+		return nil, err
+	}
+	l.st = st
+	return st, nil
+}
+
+func lazyCall[T any](ctx context.Context, l *lazy, f func(Store) (T, error)) (T, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return f(st)
+}
+
+func (l *lazy) Put(ctx context.Context, r *Result) error {
+	_, err := lazyCall(ctx, l, func(st Store) (struct{}, error) { return struct{}{}, st.Put(ctx, r) })
+	return err
+}
+
+func (l *lazy) Get(ctx context.Context, id string) (*Result, error) {
+	return lazyCall(ctx, l, func(st Store) (*Result, error) { return st.Get(ctx, id) })
+}
+
+func (l *lazy) List(ctx context.Context, f Filter) ([]Result, error) {
+	return lazyCall(ctx, l, func(st Store) ([]Result, error) { return st.List(ctx, f) })
+}
+
+func (l *lazy) Series(ctx context.Context, f Filter, figure string, points int) ([]Point, error) {
+	return lazyCall(ctx, l, func(st Store) ([]Point, error) { return st.Series(ctx, f, figure, points) })
+}
+
+func (l *lazy) Fleet(ctx context.Context, f Filter) (*Fleet, error) {
+	return lazyCall(ctx, l, func(st Store) (*Fleet, error) { return st.Fleet(ctx, f) })
+}
+
+func (l *lazy) Prune(ctx context.Context, r Retention) (int, error) {
+	return lazyCall(ctx, l, func(st Store) (int, error) { return st.Prune(ctx, r) })
+}
+
+func (l *lazy) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st == nil {
+		return nil
+	}
+	return l.st.Close()
+}
+
+// OpenSpool opens a spool of the store remote (as Open, lazily: it need
+// not answer now) over a local SQLite store at localPath, its outbox at
+// localPath + ".outbox".
+func OpenSpool(ctx context.Context, remote, localPath string, o SpoolOptions) (*Spool, error) {
+	local, err := Open(ctx, "sqlite:"+localPath)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if o.Outbox == "" {
+		o.Outbox = localPath + ".outbox"
+	}
+	s, err := NewSpool(local, OpenLazy(remote), o)
+	if err != nil {
+		local.Close()
+		return nil, err
+	}
+	return s, nil
 }

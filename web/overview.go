@@ -91,6 +91,7 @@ type overviewData struct {
 	Charts  []chart
 	Recent  []store.Result
 	Latest  string // the newest result's ID, "" if none
+	Pending int    // results waiting for the remote store (Config.Pending)
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +125,9 @@ func (s *server) overviewData(ctx context.Context, v view) (*overviewData, error
 	}
 	if s.cfg.Agent != nil {
 		d.Running = s.cfg.Agent.Running()
+	}
+	if s.cfg.Pending != nil {
+		d.Pending = s.cfg.Pending()
 	}
 	if d.Recent, err = s.cfg.Store.List(ctx, v.filter(recentRows)); err != nil {
 		return nil, err

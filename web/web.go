@@ -51,6 +51,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of the ranges; nil is time.Now.
 	Now func() time.Time
+	// Pending, if set, is how many results wait in an agent's spool for
+	// the remote store (store.Spool); the overview says so when non-zero.
+	Pending func() int
 }
 
 // DefaultPoints is the charts' resolution when Config.Points is 0: about

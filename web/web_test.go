@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,4 +361,20 @@ func TestEventsStream(t *testing.T) {
 		t.Errorf("a connection's own Sub-Interval is in the stream:\n%s", all)
 	}
 	f.agent.wait()
+}
+
+// TestOverviewPending: the overview says how many results wait in the
+// agent's spool, and says nothing while none wait.
+func TestOverviewPending(t *testing.T) {
+	st := newTestStore(t)
+	var n atomic.Int64
+	srv := httptest.NewServer(Handler(Config{Store: st, Pending: func() int { return int(n.Load()) }}))
+	t.Cleanup(srv.Close)
+	if _, body := get(t, srv.URL+"/"); strings.Contains(body, `class="pending"`) {
+		t.Errorf("nothing waits, yet the overview says so:\n%s", body)
+	}
+	n.Store(7)
+	if _, body := get(t, srv.URL+"/"); !strings.Contains(body, `<p class="pending" role="status">7 result(s) wait`) {
+		t.Errorf("7 results wait, the overview does not say so:\n%s", body)
+	}
 }

@@ -40,6 +40,7 @@ func agentCommand() *cli.Command {
 			&cli.StringFlag{Name: "config", TakesFile: true, Usage: "the tests and their schedules, a TOML `FILE` (none: no scheduled tests)"},
 			&cli.StringFlag{Name: "http", Value: "127.0.0.1:8080", Usage: "listen on `ADDR` for the page, /metrics and /probe"},
 			&cli.StringFlag{Name: "store", Usage: "the result store: sqlite:PATH or postgres://...", DefaultText: "sqlite:$STATE_DIRECTORY/results.db or sqlite:/var/lib/udpstp/results.db"},
+			&cli.StringFlag{Name: "spool", TakesFile: true, Usage: "with --store postgres://...: keep every result first in a local SQLite `PATH` and upload it from there, so that a PostgreSQL down loses nothing", DefaultText: "spool.db beside the default store"},
 			&cli.StringFlag{Name: "identity", Usage: "the probe's `NAME` in its results", DefaultText: "the host name"},
 			&cli.DurationFlag{Name: "test-min-every", Hidden: true, Usage: "tests of the agent: a shorter least mean spacing"},
 		},
@@ -64,6 +65,12 @@ func agentAction(c *cli.Context) error {
 	if spec == "" {
 		spec = "sqlite:" + defaultStorePath()
 	}
+	spool := c.String("spool")
+	if remote := !strings.HasPrefix(spec, "sqlite:"); !remote && spool != "" {
+		return configError("agent: --spool is for a remote --store (postgres://...); %s is local", spec)
+	} else if remote && spool == "" {
+		spool = filepath.Join(filepath.Dir(defaultStorePath()), "spool.db")
+	}
 	ctx, stop := signalContext(c)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
@@ -71,6 +78,7 @@ func agentAction(c *cli.Context) error {
 		ConfigPath: c.String("config"),
 		HTTP:       c.String("http"),
 		Store:      spec,
+		Spool:      spool,
 		Page:       agentPage,
 		Load:       agent.LoadOptions{Parse: parseClientArgs, MinEvery: c.Duration("test-min-every")},
 		Options: agent.Options{Identity: identity, Log: log, Version: buildinfo.Get().Version,
@@ -89,7 +97,11 @@ func agentAction(c *cli.Context) error {
 
 // agentPage is the web page of package web over a's store.
 func agentPage(a *agent.Agent, st store.Store, log *slog.Logger) http.Handler {
-	return web.Handler(web.Config{Store: st, Agent: webAgent{a}, Logger: log})
+	cfg := web.Config{Store: st, Agent: webAgent{a}, Logger: log}
+	if sp, ok := st.(*store.Spool); ok {
+		cfg.Pending = sp.Pending
+	}
+	return web.Handler(cfg)
 }
 
 // webAgent is an agent as the page sees it: its busy error is the page's.

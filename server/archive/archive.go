@@ -220,3 +220,13 @@ func newUUID(t time.Time) string {
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
+// Waiting is how many records wait in the store's spool for a remote
+// store (store.Spool), and whether there is a spool at all.
+func (a *Archive) Waiting() (int, bool) {
+	sp, ok := a.cfg.Store.(interface{ Pending() int })
+	if !ok {
+		return 0, false
+	}
+	return sp.Pending(), true
+}
