@@ -39,6 +39,7 @@ func runSuite(t *testing.T, spec func(t *testing.T) string) {
 	t.Run("ConcurrentWriters", func(t *testing.T) { s, _ := open(t); suiteConcurrent(t, s) })
 	t.Run("Reopen", func(t *testing.T) { s, sp := open(t); suiteReopen(t, s, sp) })
 	t.Run("NewerSchemaRefused", func(t *testing.T) { s, sp := open(t); suiteNewer(t, s, sp) })
+	t.Run("Reader", func(t *testing.T) { s, sp := open(t); suiteReader(t, s, sp) })
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -503,6 +504,63 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 	}
 	if !strings.Contains(err.Error(), "newer than this udpstp") || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("the error does not say the store is newer: %v", err)
+	}
+}
+
+// suiteReader: OpenReader reads what a writer wrote, cannot write, and
+// refuses a schema other than its own without migrating it
+// (docs/store.md, "Readers").
+func suiteReader(t *testing.T, s Store, spec string) {
+	ctx := context.Background()
+	put(t, s, result(1))
+	r, err := OpenReader(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ctx, result(1).ID); err != nil || string(got.Doc) != string(result(1).Doc) {
+		t.Errorf("a reader's Get: %v", err)
+	}
+	if err := r.Put(ctx, result(2)); err == nil {
+		t.Error("a reader's Put succeeded")
+	}
+	if _, err := r.Prune(ctx, Retention{MaxCount: 1}); err == nil {
+		t.Error("a reader's Prune succeeded")
+	}
+	r.Close()
+	if _, err := s.Get(ctx, result(2).ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the reader's Put wrote: %v", err)
+	}
+
+	db := s.(*sqlStore).db
+	versions := func() int {
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM goose_db_version`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// An older schema: the store's migrations forgotten.
+	if _, err := db.Exec(`DELETE FROM goose_db_version WHERE version_id > 0`); err != nil {
+		t.Fatal(err)
+	}
+	n := versions()
+	if r, err := OpenReader(ctx, spec); err == nil {
+		r.Close()
+		t.Error("a reader opened an older schema")
+	} else if !strings.Contains(err.Error(), "older than this udpstp") || !strings.Contains(err.Error(), "run the agent") {
+		t.Errorf("a reader of an older schema: %v", err)
+	}
+	if versions() != n {
+		t.Error("a reader migrated an older schema")
+	}
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := OpenReader(ctx, spec); err == nil {
+		r.Close()
+		t.Error("a reader opened a newer schema")
+	} else if !strings.Contains(err.Error(), "newer than this udpstp") {
+		t.Errorf("a reader of a newer schema: %v", err)
 	}
 }
 
