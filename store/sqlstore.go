@@ -94,6 +94,17 @@ func (q *query) where(f Filter, alias string) {
 	eq("agent", f.Agent)
 	eq("server", f.Server)
 	eq("direction", f.Direction)
+	eq("status", string(f.Status))
+	if len(f.Agents) > 0 {
+		q.sql(" AND " + col("agent") + " IN (")
+		for i, a := range f.Agents {
+			if i > 0 {
+				q.sql(", ")
+			}
+			q.arg(a)
+		}
+		q.sql(")")
+	}
 	if !f.Since.IsZero() {
 		q.sql(" AND " + col("start") + " >= ").arg(q.d.timeArg(f.Since))
 	}
@@ -211,9 +222,21 @@ func (r *Result) dest() []any {
 }
 
 func (s *sqlStore) List(ctx context.Context, f Filter) ([]Result, error) {
+	if f.PerAgent < 0 {
+		return nil, fmt.Errorf("store: list: %d per agent", f.PerAgent)
+	}
 	q := s.q()
-	q.sql("SELECT " + columns + " FROM results WHERE 1 = 1")
-	q.where(f, "")
+	if f.PerAgent > 0 {
+		// Each agent's rows numbered newest first (a window function,
+		// in both engines): the (agent, start) index gives them in order.
+		q.sql("SELECT " + columns + " FROM (SELECT " + columns +
+			", ROW_NUMBER() OVER (PARTITION BY agent ORDER BY start DESC, id DESC) AS nth FROM results WHERE 1 = 1")
+		q.where(f, "")
+		q.sql(") p WHERE nth <= ").arg(f.PerAgent)
+	} else {
+		q.sql("SELECT " + columns + " FROM results WHERE 1 = 1")
+		q.where(f, "")
+	}
 	q.sql(" ORDER BY start DESC, id DESC")
 	if f.Limit > 0 {
 		q.sql(" LIMIT ").arg(f.Limit)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ func runSuite(t *testing.T, spec func(t *testing.T) string) {
 	t.Run("Series", func(t *testing.T) { s, _ := open(t); suiteSeries(t, s) })
 	t.Run("Prune", func(t *testing.T) { s, _ := open(t); suitePrune(t, s) })
 	t.Run("Fleet", func(t *testing.T) { s, _ := open(t); suiteFleet(t, s) })
+	t.Run("PerAgent", func(t *testing.T) { s, _ := open(t); suitePerAgent(t, s) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { s, _ := open(t); suiteConcurrent(t, s) })
 	t.Run("Reopen", func(t *testing.T) { s, sp := open(t); suiteReopen(t, s, sp) })
 	t.Run("NewerSchemaRefused", func(t *testing.T) { s, sp := open(t); suiteNewer(t, s, sp) })
@@ -441,6 +443,68 @@ func suiteFleet(t *testing.T, s Store) {
 	got, err = s.Fleet(ctx, Filter{Test: "nowhere"})
 	if err != nil || len(got.Servers) != 0 || len(got.Agents) != 0 {
 		t.Errorf("Fleet of nothing: %+v, %v", got, err)
+	}
+}
+
+// suitePerAgent: the newest n results of each of some probes, in one
+// List (the fleet page's), with the other filters; Status and Agents
+// select.
+func suitePerAgent(t *testing.T, s Store) {
+	ctx := context.Background()
+	// Agents a0..a3, 10 results each, interleaved; every third missed.
+	want := map[string][]string{} // agent -> its IDs, newest first
+	for i := range 40 {
+		r := result(i)
+		r.Agent = fmt.Sprintf("a%d", i%4)
+		if i%3 == 0 {
+			r.Status, r.Warning = StatusMissed, "asleep"
+		}
+		put(t, s, r)
+		want[r.Agent] = append([]string{r.ID}, want[r.Agent]...)
+	}
+	// A tie on start: the greater ID first, as List orders.
+	tie := result(39)
+	tie.ID, tie.Agent = "00000000-0000-4000-8000-999999999999", "a1"
+	put(t, s, tie)
+	want["a1"] = append([]string{tie.ID}, want["a1"]...)
+
+	got, err := s.List(ctx, Filter{Agents: []string{"a1", "a2"}, PerAgent: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string][]string{}
+	for i, r := range got {
+		by[r.Agent] = append(by[r.Agent], r.ID)
+		if i > 0 && r.Start.After(got[i-1].Start) {
+			t.Errorf("not newest first at %d", i)
+		}
+	}
+	if len(by) != 2 || !slices.Equal(by["a1"], want["a1"][:3]) || !slices.Equal(by["a2"], want["a2"][:3]) {
+		t.Errorf("3 per agent of a1, a2: %v, want %v and %v", by, want["a1"][:3], want["a2"][:3])
+	}
+	// The missed of every agent, 2 each, since a time.
+	since := result(12).Start
+	got, err = s.List(ctx, Filter{Status: StatusMissed, PerAgent: 2, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range got {
+		n[r.Agent]++
+		if r.Status != StatusMissed || r.Warning != "asleep" || r.Start.Before(since) {
+			t.Errorf("missed since %v: %+v", since, r)
+		}
+	}
+	if len(got) != 8 || len(n) != 4 {
+		t.Errorf("2 missed per agent: %d results, per agent %v", len(got), n)
+	}
+	// An agent list with Agent: both hold; Limit bounds the whole.
+	got, err = s.List(ctx, Filter{Agents: []string{"a1", "a2"}, Agent: "a2", PerAgent: 5, Limit: 2})
+	if err != nil || len(got) != 2 || got[0].ID != want["a2"][0] || got[1].ID != want["a2"][1] {
+		t.Errorf("a2 of a1, a2, limit 2: %v, %v", ids(got), err)
+	}
+	if _, err := s.List(ctx, Filter{PerAgent: -1}); err == nil {
+		t.Error("a negative PerAgent was taken")
 	}
 }
 
