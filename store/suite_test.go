@@ -503,6 +503,9 @@ func suitePerAgent(t *testing.T, s Store) {
 	if err != nil || len(got) != 2 || got[0].ID != want["a2"][0] || got[1].ID != want["a2"][1] {
 		t.Errorf("a2 of a1, a2, limit 2: %v, %v", ids(got), err)
 	}
+	if got, err := s.List(ctx, Filter{Agents: []string{"a1"}, Agent: "a2", PerAgent: 5}); err != nil || len(got) != 0 {
+		t.Errorf("a2 of a1 only: %v, %v", ids(got), err)
+	}
 	if _, err := s.List(ctx, Filter{PerAgent: -1}); err == nil {
 		t.Error("a negative PerAgent was taken")
 	}
