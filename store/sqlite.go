@@ -103,8 +103,9 @@ func openSQLite(ctx context.Context, path string, o openOptions) (Store, error) 
 // through its -shm file: while the agent runs it is there; when no
 // writer has it open it may be gone, and then SQLite must create it, in
 // the store's directory: a reader who may not write there gets SQLite's
-// "unable to open" (docs/store.md, "Readers"; SQLite's immutable mode
-// would read on without it, but wrongly if a writer starts meanwhile).
+// SQLITE_READONLY_DIRECTORY ("attempt to write a readonly database"),
+// explained (docs/store.md, "Readers"; SQLite's immutable mode would read
+// on without it, but wrongly if a writer started meanwhile).
 func openSQLiteReader(ctx context.Context, path string) (Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w (the agent creates it; history and other readers only read it)", err)
@@ -124,13 +125,13 @@ func openSQLiteReader(ctx context.Context, path string) (Store, error) {
 	}
 	if err := checkSchema(ctx, db, goose.DialectSQLite3, "sqlite"); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w%s", path, err, sqliteShmHint(path))
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &sqlStore{db: db, d: sqliteDialect}, nil
 }
 
-// sqliteShmHint explains SQLite's "unable to open" of a reader that
-// found no -shm file and may not create one.
+// sqliteShmHint explains a reader's failed open when there is no -shm
+// file (which it may not have been allowed to create).
 func sqliteShmHint(path string) string {
 	if _, err := os.Stat(path + "-shm"); err == nil {
 		return ""
