@@ -53,3 +53,35 @@ func postgresLock() (goose.ProviderOption, error) {
 	}
 	return goose.WithSessionLocker(l), nil
 }
+
+// checkSchema is a reader's migrate: it reads db's schema version and
+// writes nothing. A store at another version than the binary's is refused
+// (a reader cannot upgrade it, and an older schema may lack columns the
+// queries read): the message says what to do.
+func checkSchema(ctx context.Context, db *sql.DB, dialect goose.Dialect, dir string) error {
+	sub, err := fs.Sub(migrations, "migrations/"+dir)
+	if err != nil {
+		return err
+	}
+	// NewProvider reads the migrations only; it does not touch db.
+	p, err := goose.NewProvider(dialect, db, sub)
+	if err != nil {
+		return fmt.Errorf("schema migrations: %w", err)
+	}
+	var target int64
+	for _, s := range p.ListSources() {
+		target = max(target, s.Version)
+	}
+	var current sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT MAX(version_id) FROM "+goose.DefaultTablename).Scan(&current); err != nil {
+		return fmt.Errorf("no schema version (%v): not a udpstp store, or one never opened by the agent", err)
+	}
+	switch {
+	case current.Int64 > target:
+		return fmt.Errorf("its schema is version %d, newer than this udpstp's %d: use a newer udpstp", current.Int64, target)
+	case current.Int64 < target:
+		return fmt.Errorf("its schema is version %d, older than this udpstp's %d, and a reader does not upgrade it: "+
+			"run the agent (udpstp agent --store ...) once on it to upgrade it", current.Int64, target)
+	}
+	return nil
+}

@@ -10,13 +10,32 @@ import (
 // scheme ("sqlite:PATH": PATH; "postgres://...": the whole URL). Each
 // engine's file registers itself, so a build without one (-tags small)
 // says so instead of failing to link.
-type engine func(ctx context.Context, arg string) (Store, error)
+type engine func(ctx context.Context, arg string, o openOptions) (Store, error)
+
+// openOptions are how a store is opened.
+type openOptions struct {
+	// reader: read only, without migrating (docs/store.md, "Readers").
+	reader bool
+}
 
 var engines = map[string]engine{}
 
 // Open opens the store an argument of --store names: "sqlite:PATH" or
-// "postgres://user@host/db" ("postgresql://" too).
+// "postgres://user@host/db" ("postgresql://" too), for reading and
+// writing, creating it or bringing its schema up to date.
 func Open(ctx context.Context, spec string) (Store, error) {
+	return open(ctx, spec, openOptions{})
+}
+
+// OpenReader opens an existing store for reading only: it writes nothing
+// (no migration, no journal mode), needs no write permission on an SQLite
+// file, and refuses a store whose schema is not this binary's
+// (docs/store.md, "Readers").
+func OpenReader(ctx context.Context, spec string) (Store, error) {
+	return open(ctx, spec, openOptions{reader: true})
+}
+
+func open(ctx context.Context, spec string, o openOptions) (Store, error) {
 	scheme, arg, ok := strings.Cut(spec, ":")
 	if !ok || arg == "" {
 		return nil, fmt.Errorf("store %q: want sqlite:PATH or postgres://HOST/DB", spec)
@@ -29,7 +48,7 @@ func Open(ctx context.Context, spec string) (Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("store %q: no %s engine in this build (want sqlite:PATH or postgres://HOST/DB)", spec, scheme)
 	}
-	s, err := open(ctx, arg)
+	s, err := open(ctx, arg, o)
 	if err != nil {
 		return nil, fmt.Errorf("store %q: %w", redact(spec), err)
 	}

@@ -35,7 +35,7 @@ const (
 // adapter (not pgxpool): the SQL layer is database/sql's, shared with
 // SQLite, so every query is written once; database/sql pools the
 // connections.
-func openPostgres(ctx context.Context, dsn string) (Store, error) {
+func openPostgres(ctx context.Context, dsn string, o openOptions) (Store, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's message quotes the URL: not its password.
@@ -44,6 +44,11 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = postgresDialTimeout
 	}
+	if o.reader {
+		// Every transaction of a reader's sessions is read only: the
+		// server refuses a write, whatever the role may do.
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(postgresConns)
 	db.SetMaxIdleConns(postgresIdleConns)
@@ -51,6 +56,13 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if o.reader {
+		if err := checkSchema(ctx, db, goose.DialectPostgres, "postgres"); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return &sqlStore{db: db, d: postgresDialect}, nil
 	}
 	lock, err := postgresLock()
 	if err != nil {

@@ -5,7 +5,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,7 +45,13 @@ var sqlitePragmas = []string{
 	"foreign_keys(1)", // a result's document goes with it
 }
 
-func openSQLite(ctx context.Context, path string) (Store, error) {
+// sqliteMode is a new store file's permissions: its results name servers
+// and hold the user's measurements, so not for every user of a shared
+// machine; the group may read it (udpstp history as another user of the
+// group). SQLite gives the -wal and -shm files the database file's mode.
+const sqliteMode = 0o640
+
+func openSQLite(ctx context.Context, path string, o openOptions) (Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("%s: a path with ? or # is not taken (they would read as URI parts)", path)
 	}
@@ -55,6 +63,17 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a database file", path)
+	}
+	if o.reader {
+		return openSQLiteReader(ctx, path)
+	}
+	// Created here, empty (an empty file is an empty database), so that
+	// it has sqliteMode whatever SQLite's default; an existing file keeps
+	// the mode its owner gave it.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, sqliteMode); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	v := url.Values{}
 	for _, p := range sqlitePragmas {
@@ -76,4 +95,47 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &sqlStore{db: db, d: sqliteDialect, wmu: &sync.Mutex{}}, nil
+}
+
+// openSQLiteReader opens an existing store with SQLite's mode=ro: no
+// write, no migration, no journal mode set (the writer set WAL), so a
+// user who may only read the file reads it. A WAL database is read
+// through its -shm file: while the agent runs it is there; when no
+// writer has it open it may be gone, and then SQLite must create it, in
+// the store's directory: a reader who may not write there gets SQLite's
+// SQLITE_READONLY_DIRECTORY ("attempt to write a readonly database"),
+// explained (docs/store.md, "Readers"; SQLite's immutable mode would read
+// on without it, but wrongly if a writer started meanwhile).
+func openSQLiteReader(ctx context.Context, path string) (Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w (the agent creates it; history and other readers only read it)", err)
+	}
+	v := url.Values{}
+	v.Set("mode", "ro")
+	v.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusy.Milliseconds()))
+	// "file:" makes the driver hand SQLite the URI whole, mode=ro with it.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w%s", path, err, sqliteShmHint(path))
+	}
+	if err := checkSchema(ctx, db, goose.DialectSQLite3, "sqlite"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &sqlStore{db: db, d: sqliteDialect}, nil
+}
+
+// sqliteShmHint explains a reader's failed open when there is no -shm
+// file (which it may not have been allowed to create).
+func sqliteShmHint(path string) string {
+	if _, err := os.Stat(path + "-shm"); err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (a reader of a WAL store needs its %s-shm, which the agent keeps while it runs and there is none now: "+
+		"read the store while the agent runs, or as a user who may write %s)", filepath.Base(path), filepath.Dir(path))
 }

@@ -94,6 +94,17 @@ func (q *query) where(f Filter, alias string) {
 	eq("agent", f.Agent)
 	eq("server", f.Server)
 	eq("direction", f.Direction)
+	eq("status", string(f.Status))
+	if len(f.Agents) > 0 {
+		q.sql(" AND " + col("agent") + " IN (")
+		for i, a := range f.Agents {
+			if i > 0 {
+				q.sql(", ")
+			}
+			q.arg(a)
+		}
+		q.sql(")")
+	}
 	if !f.Since.IsZero() {
 		q.sql(" AND " + col("start") + " >= ").arg(q.d.timeArg(f.Since))
 	}
@@ -211,9 +222,24 @@ func (r *Result) dest() []any {
 }
 
 func (s *sqlStore) List(ctx context.Context, f Filter) ([]Result, error) {
+	if f.PerAgent < 0 {
+		return nil, fmt.Errorf("store: list: %d per agent", f.PerAgent)
+	}
 	q := s.q()
-	q.sql("SELECT " + columns + " FROM results WHERE 1 = 1")
-	q.where(f, "")
+	switch {
+	case f.PerAgent > 0 && len(f.Agents) > 0 && len(f.Agents) <= maxPerAgentUnion:
+		q.perAgentUnion(f)
+	case f.PerAgent > 0:
+		// Each agent's rows numbered newest first: a window function,
+		// in both engines, over every row f selects.
+		q.sql("SELECT " + columns + " FROM (SELECT " + columns +
+			", ROW_NUMBER() OVER (PARTITION BY agent ORDER BY start DESC, id DESC) AS nth FROM results WHERE 1 = 1")
+		q.where(f, "")
+		q.sql(") p WHERE nth <= ").arg(f.PerAgent)
+	default:
+		q.sql("SELECT " + columns + " FROM results WHERE 1 = 1")
+		q.where(f, "")
+	}
 	q.sql(" ORDER BY start DESC, id DESC")
 	if f.Limit > 0 {
 		q.sql(" LIMIT ").arg(f.Limit)
@@ -235,6 +261,40 @@ func (s *sqlStore) List(ctx context.Context, f Filter) ([]Result, error) {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
 	return out, nil
+}
+
+// maxPerAgentUnion bounds the agents perAgentUnion takes (SQLite's
+// compound SELECT has at most 500 terms); more go to the window function.
+const maxPerAgentUnion = 200
+
+// perAgentUnion selects f.PerAgent rows of each of f.Agents as one
+// UNION ALL of a subquery per agent, each read newest first from the
+// (agent, start) index and stopped after f.PerAgent rows: a page's few
+// agents cost a few index reads each, where a window function would
+// number every row of theirs in range (docs/store.md, "Schema").
+func (q *query) perAgentUnion(f Filter) {
+	g := f
+	g.Agents, g.Limit, g.PerAgent = nil, 0, 0
+	q.sql("SELECT " + columns + " FROM (")
+	n := 0
+	for _, a := range f.Agents {
+		if f.Agent != "" && a != f.Agent {
+			continue // both must hold
+		}
+		if n > 0 {
+			q.sql(" UNION ALL ")
+		}
+		n++
+		g.Agent = a
+		q.sql("SELECT * FROM (SELECT " + columns + " FROM results WHERE 1 = 1")
+		q.where(g, "")
+		q.sql(" ORDER BY start DESC, id DESC LIMIT ").arg(f.PerAgent)
+		q.sql(") a" + strconv.Itoa(n))
+	}
+	if n == 0 {
+		q.sql("SELECT " + columns + " FROM results WHERE 1 = 0")
+	}
+	q.sql(") u")
 }
 
 func (s *sqlStore) Series(ctx context.Context, f Filter, figure string, points int) ([]Point, error) {

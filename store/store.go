@@ -85,6 +85,14 @@ type Filter struct {
 	Until       time.Time // Start before
 	Limit       int       // at most this many, newest first; 0: no limit
 	BeforeStart time.Time // paging: only results that started before this
+	// Agents: only results of one of these probes (none: any); with
+	// Agent, both hold.
+	Agents []string
+	Status Status // only results of this status
+	// PerAgent: List returns at most this many results of each probe,
+	// its newest (a fleet page's last results of the probes it shows,
+	// in one query); 0: no such bound.
+	PerAgent int
 }
 
 // Point is one point of a time series: a figure of a test at a time.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,9 +37,11 @@ func runSuite(t *testing.T, spec func(t *testing.T) string) {
 	t.Run("Series", func(t *testing.T) { s, _ := open(t); suiteSeries(t, s) })
 	t.Run("Prune", func(t *testing.T) { s, _ := open(t); suitePrune(t, s) })
 	t.Run("Fleet", func(t *testing.T) { s, _ := open(t); suiteFleet(t, s) })
+	t.Run("PerAgent", func(t *testing.T) { s, _ := open(t); suitePerAgent(t, s) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { s, _ := open(t); suiteConcurrent(t, s) })
 	t.Run("Reopen", func(t *testing.T) { s, sp := open(t); suiteReopen(t, s, sp) })
 	t.Run("NewerSchemaRefused", func(t *testing.T) { s, sp := open(t); suiteNewer(t, s, sp) })
+	t.Run("Reader", func(t *testing.T) { s, sp := open(t); suiteReader(t, s, sp) })
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -443,6 +446,71 @@ func suiteFleet(t *testing.T, s Store) {
 	}
 }
 
+// suitePerAgent: the newest n results of each of some probes, in one
+// List (the fleet page's), with the other filters; Status and Agents
+// select.
+func suitePerAgent(t *testing.T, s Store) {
+	ctx := context.Background()
+	// Agents a0..a3, 10 results each, interleaved; every third missed.
+	want := map[string][]string{} // agent -> its IDs, newest first
+	for i := range 40 {
+		r := result(i)
+		r.Agent = fmt.Sprintf("a%d", i%4)
+		if i%3 == 0 {
+			r.Status, r.Warning = StatusMissed, "asleep"
+		}
+		put(t, s, r)
+		want[r.Agent] = append([]string{r.ID}, want[r.Agent]...)
+	}
+	// A tie on start: the greater ID first, as List orders.
+	tie := result(39)
+	tie.ID, tie.Agent = "00000000-0000-4000-8000-999999999999", "a1"
+	put(t, s, tie)
+	want["a1"] = append([]string{tie.ID}, want["a1"]...)
+
+	got, err := s.List(ctx, Filter{Agents: []string{"a1", "a2"}, PerAgent: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string][]string{}
+	for i, r := range got {
+		by[r.Agent] = append(by[r.Agent], r.ID)
+		if i > 0 && r.Start.After(got[i-1].Start) {
+			t.Errorf("not newest first at %d", i)
+		}
+	}
+	if len(by) != 2 || !slices.Equal(by["a1"], want["a1"][:3]) || !slices.Equal(by["a2"], want["a2"][:3]) {
+		t.Errorf("3 per agent of a1, a2: %v, want %v and %v", by, want["a1"][:3], want["a2"][:3])
+	}
+	// The missed of every agent, 2 each, since a time.
+	since := result(12).Start
+	got, err = s.List(ctx, Filter{Status: StatusMissed, PerAgent: 2, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range got {
+		n[r.Agent]++
+		if r.Status != StatusMissed || r.Warning != "asleep" || r.Start.Before(since) {
+			t.Errorf("missed since %v: %+v", since, r)
+		}
+	}
+	if len(got) != 8 || len(n) != 4 {
+		t.Errorf("2 missed per agent: %d results, per agent %v", len(got), n)
+	}
+	// An agent list with Agent: both hold; Limit bounds the whole.
+	got, err = s.List(ctx, Filter{Agents: []string{"a1", "a2"}, Agent: "a2", PerAgent: 5, Limit: 2})
+	if err != nil || len(got) != 2 || got[0].ID != want["a2"][0] || got[1].ID != want["a2"][1] {
+		t.Errorf("a2 of a1, a2, limit 2: %v, %v", ids(got), err)
+	}
+	if got, err := s.List(ctx, Filter{Agents: []string{"a1"}, Agent: "a2", PerAgent: 5}); err != nil || len(got) != 0 {
+		t.Errorf("a2 of a1 only: %v, %v", ids(got), err)
+	}
+	if _, err := s.List(ctx, Filter{PerAgent: -1}); err == nil {
+		t.Error("a negative PerAgent was taken")
+	}
+}
+
 func suiteConcurrent(t *testing.T, s Store) {
 	ctx := context.Background()
 	const writers, each = 8, 25
@@ -503,6 +571,63 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 	}
 	if !strings.Contains(err.Error(), "newer than this udpstp") || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("the error does not say the store is newer: %v", err)
+	}
+}
+
+// suiteReader: OpenReader reads what a writer wrote, cannot write, and
+// refuses a schema other than its own without migrating it
+// (docs/store.md, "Readers").
+func suiteReader(t *testing.T, s Store, spec string) {
+	ctx := context.Background()
+	put(t, s, result(1))
+	r, err := OpenReader(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ctx, result(1).ID); err != nil || string(got.Doc) != string(result(1).Doc) {
+		t.Errorf("a reader's Get: %v", err)
+	}
+	if err := r.Put(ctx, result(2)); err == nil {
+		t.Error("a reader's Put succeeded")
+	}
+	if _, err := r.Prune(ctx, Retention{MaxCount: 1}); err == nil {
+		t.Error("a reader's Prune succeeded")
+	}
+	r.Close()
+	if _, err := s.Get(ctx, result(2).ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the reader's Put wrote: %v", err)
+	}
+
+	db := s.(*sqlStore).db
+	versions := func() int {
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM goose_db_version`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// An older schema: the store's migrations forgotten.
+	if _, err := db.Exec(`DELETE FROM goose_db_version WHERE version_id > 0`); err != nil {
+		t.Fatal(err)
+	}
+	n := versions()
+	if r, err := OpenReader(ctx, spec); err == nil {
+		r.Close()
+		t.Error("a reader opened an older schema")
+	} else if !strings.Contains(err.Error(), "older than this udpstp") || !strings.Contains(err.Error(), "run the agent") {
+		t.Errorf("a reader of an older schema: %v", err)
+	}
+	if versions() != n {
+		t.Error("a reader migrated an older schema")
+	}
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := OpenReader(ctx, spec); err == nil {
+		r.Close()
+		t.Error("a reader opened a newer schema")
+	} else if !strings.Contains(err.Error(), "newer than this udpstp") {
+		t.Errorf("a reader of a newer schema: %v", err)
 	}
 }
 

@@ -314,6 +314,33 @@ func TestChromiumPages(t *testing.T) {
 		if fmt.Sprint(sortedCopy(agents)) != fmt.Sprint(sortedCopy(append([]string{"probe-1"}, sd.agents...))) {
 			t.Errorf("probes %v, want %v and probe-1", agents, sd.agents)
 		}
+		// Each probe's last results (probe-1's: the run's), at most
+		// probeRecent, each a link to its page; the missed schedules with
+		// why.
+		last := eval[map[string][]string](t, b, `Object.fromEntries([...document.querySelectorAll("tr[data-agent]")].map(
+			r => [r.dataset.agent, [...r.querySelectorAll("ol.last li")].map(li => li.dataset.id)]))`)
+		if got := last["probe-1"]; len(got) != 1 || got[0] != runID {
+			t.Errorf("probe-1's last results %v, want the run's %s", got, runID)
+		}
+		for _, a := range sd.agents {
+			if n := len(last[a]); n != probeRecent {
+				t.Errorf("%s shows %d last results, want %d", a, n, probeRecent)
+			}
+		}
+		slots := eval[map[string][]string](t, b, `Object.fromEntries([...document.querySelectorAll("tr[data-agent]")].map(
+			r => [r.dataset.agent, [...r.querySelectorAll("ul.slots li")].map(li => li.textContent)]))`)
+		// seed misses every sixth result: probe-rack's, none of probe-kitchen's.
+		if s := slots["probe-rack"]; len(s) != probeRecent || !strings.Contains(s[0], "the agent was asleep") {
+			t.Errorf("probe-rack's missed schedules: %q", s)
+		}
+		if s := slots["probe-kitchen"]; len(s) != 0 {
+			t.Errorf("probe-kitchen's missed schedules: %q, want none", s)
+		}
+		b.do(t, chromedp.Click(chromedp.CSS(`tr[data-agent="probe-1"] ol.last a`)), chromedp.WaitVisible(chromedp.CSS(".plot img")))
+		if u := eval[string](t, b, `location.pathname`); u != "/result/"+runID {
+			t.Errorf("probe-1's last result links to %s", u)
+		}
+		b.do(t, chromedp.Navigate(srv.URL+"/fleet?range=30d"), chromedp.WaitVisible(chromedp.CSS("table.agents")))
 		b.screenshot(t, "chromium-fleet.png")
 	})
 

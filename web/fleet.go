@@ -4,7 +4,9 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/udpstp/udpstp/store"
 )
@@ -15,8 +17,34 @@ type fleetData struct {
 	View    view
 	Ranges  []rangeLink
 	Servers []serverRow
-	Agents  []store.AgentSummary
+	Agents  []probeRow // the page of probes shown
+	Probes  probePage
 	Buckets []string // the capacity buckets' labels
+}
+
+// A fleet has thousands of probes: the page lists probesShown of them,
+// the most recently active first, and the next ones a link further; each
+// with its last probeRecent results and missed schedules, read for all
+// the probes shown in one query each (not one per probe).
+const (
+	probesShown = 50
+	probeRecent = 5
+)
+
+// probeRow is a probe's summary, its last results and its last missed
+// schedules (when, and why in Warning).
+type probeRow struct {
+	store.AgentSummary
+	Recent []store.Result
+	Slots  []store.Result
+}
+
+// probePage is where the probes shown sit in the list: First to Last
+// (from 1) of Total; Newer and Older are the queries of the pages beside
+// ("" for none).
+type probePage struct {
+	First, Last, Total int
+	Newer, Older       string
 }
 
 // serverRow is a server's summary, laid out.
@@ -52,7 +80,12 @@ func (s *server) fleet(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "reading the fleet", err)
 		return
 	}
-	d := fleetData{Title: s.cfg.Title, View: v, Agents: f.Agents, Buckets: bucketLabels()}
+	d := fleetData{Title: s.cfg.Title, View: v, Buckets: bucketLabels()}
+	from, _ := strconv.Atoi(r.URL.Query().Get("probes"))
+	if d.Agents, d.Probes, err = s.probes(r, v, f.Agents, from); err != nil {
+		s.fail(w, r, "reading the probes' results", err)
+		return
+	}
 	for _, rg := range ranges {
 		d.Ranges = append(d.Ranges, rangeLink{Name: rg.Name, Query: v.query(rg.Name), Current: rg.Name == v.Range})
 	}
@@ -60,6 +93,67 @@ func (s *server) fleet(w http.ResponseWriter, r *http.Request) {
 		d.Servers = append(d.Servers, layServer(sv))
 	}
 	s.page(w, r, "fleet.html", d)
+}
+
+// probes lays out the page of probes from the from-th (from 0) of the
+// most recently active, with their last results and missed schedules.
+func (s *server) probes(r *http.Request, v view, all []store.AgentSummary, from int) ([]probeRow, probePage, error) {
+	agents := slices.Clone(all)
+	slices.SortStableFunc(agents, func(a, b store.AgentSummary) int {
+		if c := b.Last.Compare(a.Last); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Agent, b.Agent)
+	})
+	from = max(0, min(from, len(agents)-1))
+	to := min(from+probesShown, len(agents))
+	pg := probePage{Total: len(agents)}
+	if len(agents) == 0 {
+		return nil, pg, nil
+	}
+	pg.First, pg.Last = from+1, to
+	if from > 0 {
+		pg.Newer = v.query(v.Range) + "&probes=" + strconv.Itoa(max(0, from-probesShown))
+	}
+	if to < len(agents) {
+		pg.Older = v.query(v.Range) + "&probes=" + strconv.Itoa(to)
+	}
+	rows := make([]probeRow, 0, to-from)
+	idx := map[string]int{}
+	var names, missed []string
+	for _, a := range agents[from:to] {
+		idx[a.Agent] = len(rows)
+		rows = append(rows, probeRow{AgentSummary: a})
+		names = append(names, a.Agent)
+		if a.Missed > 0 {
+			missed = append(missed, a.Agent)
+		}
+	}
+	f := v.filter(0)
+	f.Agents, f.PerAgent = names, probeRecent
+	recent, err := s.cfg.Store.List(r.Context(), f)
+	if err != nil {
+		return nil, pg, err
+	}
+	for _, res := range recent {
+		if i, ok := idx[res.Agent]; ok {
+			rows[i].Recent = append(rows[i].Recent, res)
+		}
+	}
+	if len(missed) == 0 {
+		return rows, pg, nil
+	}
+	f.Agents, f.Status = missed, store.StatusMissed
+	slots, err := s.cfg.Store.List(r.Context(), f)
+	if err != nil {
+		return nil, pg, err
+	}
+	for _, res := range slots {
+		if i, ok := idx[res.Agent]; ok {
+			rows[i].Slots = append(rows[i].Slots, res)
+		}
+	}
+	return rows, pg, nil
 }
 
 // bucketLabels names CapacityEdges' buckets: "10-25", ..., "10000+".

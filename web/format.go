@@ -49,4 +49,8 @@ var funcs = template.FuncMap{
 	},
 	"f1":       func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"statusOf": func(st store.Status) string { return string(st) },
+	// query is a query string the page built with url.Values.Encode: a
+	// link's whole query, its & and = kept (html/template would escape a
+	// plain string after "?" as one parameter's value).
+	"query": func(q string) template.URL { return template.URL(q) },
 }

@@ -65,16 +65,11 @@ func historyFlags() []cli.Flag {
 	}
 }
 
-// openStore opens the store for reading.
+// openStore opens the store for reading only: history writes nothing,
+// migrates nothing, creates nothing, and needs no write permission
+// (docs/history.md).
 func openStore(ctx context.Context, spec string) (store.Store, error) {
-	// A reader never creates a store: an SQLite file that is not there is
-	// an error here, before the engine would make an empty one.
-	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("store %q: %w (the agent creates it; history only reads)", spec, err)
-		}
-	}
-	return store.Open(ctx, spec)
+	return store.OpenReader(ctx, spec)
 }
 
 func historyAction(c *cli.Context) error {

@@ -356,7 +356,7 @@ func historyErrors(t *testing.T, s *seeded) {
 		t.Errorf("missing store: exit %d %q", r.code, r.msg)
 	}
 	if path, ok := strings.CutPrefix(s.empty, "sqlite:"); ok {
-		if !strings.Contains(r.msg, "history only reads") {
+		if !strings.Contains(r.msg, "readers only read") {
 			t.Errorf("missing store: %q", r.msg)
 		}
 		if _, err := os.Stat(path); !os.IsNotExist(err) {
