@@ -8,48 +8,28 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/udpstp/udpstp/internal/chromiumtest"
 )
 
 // screenshotDir keeps the Chromium tests' screenshots with the test
 // reports (the Makefile's REPORTDIR; .ci/run keeps bin/testreport).
 const screenshotDir = "../bin/testreport/screenshots"
 
-// chromium is the browser's path, or the test ends: skipped where it is
-// missing, but failed in CI (CI=true), which must have it (.ci/run installs
-// Debian's chromium).
-func chromium(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if p, err := exec.LookPath(path); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("no Chromium at %s: CI must have it (apt-get install chromium)", path)
-	}
-	t.Skipf("no Chromium at %s (apt-get install chromium, or set CHROMIUM)", path)
-	return ""
-}
-
-// browser is a headless Chromium tab whose console errors, warnings and
-// uncaught exceptions (and the browser's own log of errors: CSP
-// violations, failed loads) are collected.
+// browser is a headless Chromium tab (internal/chromiumtest) whose console
+// errors, warnings, uncaught exceptions and logged failures are collected,
+// but for the refusals of /run a test provokes.
 type browser struct {
+	*chromiumtest.Browser
 	ctx context.Context
 	mu  sync.Mutex
-	bad []string
 	// expected are the statuses of /run the browser may log as failed
 	// loads: the refusals a test provokes (Chrome logs some, not all).
 	expected []string
@@ -62,71 +42,29 @@ func (b *browser) expect(status string) {
 	b.mu.Unlock()
 }
 
-func newBrowser(t *testing.T) *browser {
-	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true),
-		chromedp.WindowSize(1200, 900))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	b := &browser{}
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
-	t.Cleanup(bcancel)
-	b.ctx = bctx
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
+func (b *browser) provoked(url, text string) bool {
+	if !strings.HasSuffix(url, "/run") {
+		return false
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.expected {
+		if strings.Contains(text, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func newBrowser(t *testing.T) *browser {
+	b := &browser{}
+	b.Browser = chromiumtest.New(t, chromiumtest.Path(t), 2*time.Minute, b.provoked)
+	b.ctx = b.Browser.Ctx
 	return b
 }
 
-func (b *browser) listen(ev any) {
-	var msg string
-	switch ev := ev.(type) {
-	case *runtime.EventConsoleAPICalled:
-		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-			var args []string
-			for _, a := range ev.Args {
-				args = append(args, string(a.Value)+a.Description)
-			}
-			msg = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
-		}
-	case *runtime.EventExceptionThrown:
-		msg = "exception: " + ev.ExceptionDetails.Text
-		if ev.ExceptionDetails.Exception != nil {
-			msg += " " + ev.ExceptionDetails.Exception.Description
-		}
-	case *cdplog.EventEntryAdded:
-		if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-			msg = fmt.Sprintf("log %s %s: %s (%s)", ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
-			if strings.HasSuffix(ev.Entry.URL, "/run") {
-				b.mu.Lock()
-				for _, e := range b.expected {
-					if strings.Contains(ev.Entry.Text, e) {
-						msg = ""
-					}
-				}
-				b.mu.Unlock()
-			}
-		}
-	}
-	if msg != "" {
-		b.mu.Lock()
-		b.bad = append(b.bad, msg)
-		b.mu.Unlock()
-	}
-}
-
 // problems returns and forgets what the console said.
-func (b *browser) problems() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	p := b.bad
-	b.bad = nil
-	return p
-}
+func (b *browser) problems() []string { return b.Problems() }
 
 func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
