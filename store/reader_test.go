@@ -1,4 +1,4 @@
-//go:build !small
+//go:build !small && !mips && !mipsle
 
 package store
 

@@ -71,7 +71,7 @@ options = { test-time = 5 }
 		})
 		// A random moment: the kill is the event under test, not a wait
 		// for something to happen.
-		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(8*time.Second))))
+		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(5*time.Second))))
 		cmd.Process.Kill()
 		cmd.Wait() // and the copy of its output
 		for _, m := range storedRe.FindAllStringSubmatch(out.String(), -1) {
