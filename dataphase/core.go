@@ -2,7 +2,7 @@ package dataphase
 
 import "github.com/udpstp/udpstp/clock"
 
-// Core is the Data Phase interface (architecture.md): what an executor
+// Core is the Data Phase interface (DEVELOPERS.md): what an executor
 // drives, the engine's Engine Threads and the simulator alike, and what
 // Conn implements. Declared here, beside its implementation, so that both
 // executors name one contract: the simulator cannot import the engine,
