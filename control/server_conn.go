@@ -121,7 +121,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 			s.mu.Unlock()
 		}
 		if ev.Kind == dataphase.EvSubInterval {
-			if r := l3Mbps(&ev.SubInt.Stats, hdr); r > math.Float64frombits(maxMbps.Load()) {
+			if r := ev.SubInt.L3Mbps(hdr); r > math.Float64frombits(maxMbps.Load()) {
 				maxMbps.Store(math.Float64bits(r))
 			}
 		}
@@ -153,7 +153,7 @@ func (s *Server) runConn(sc *serverConn, req SetupPDU, keys SessionKeys) {
 					share, v = "loss_ratio", fmt.Sprintf("%.2E", float64(st.SeqErrLoss)/max(sent, 1))
 				}
 				log.Info("sub-interval", "n", ev.SubInt.Seq, "datagrams", st.RxDatagrams, "loss", st.SeqErrLoss,
-					share, v, "mbps_l3", fmt.Sprintf("%.2f", l3Mbps(st, hdr)))
+					share, v, "mbps_l3", fmt.Sprintf("%.2f", ev.SubInt.L3Mbps(hdr)))
 			}
 		case dataphase.EvTrial:
 			if s.cfg.Debug && ev.Trial.Index >= 0 {
@@ -199,15 +199,6 @@ func direction(c *dataphase.Conn) string {
 		return "downstream"
 	}
 	return "upstream"
-}
-
-// l3Mbps is a Sub-Interval's received rate with hdr bytes of IP and UDP
-// header per datagram.
-func l3Mbps(st *dataphase.SubIntervalStats, hdr uint64) float64 {
-	if st.DeltaTime == 0 {
-		return 0
-	}
-	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr)*8) / float64(st.DeltaTime)
 }
 
 // activate takes the first valid Test Activation Request from the address

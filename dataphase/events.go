@@ -140,6 +140,18 @@ type SubIntervalResult struct {
 	Wall int64 // wall clock (ns) when the result was produced
 }
 
+// L3Mbps is the Sub-Interval's received rate at the IP layer, as OB-UDPST's
+// client computes its IncrementalResult: each datagram's payload plus hdr
+// bytes of IP and UDP header (and the IP headers fragmentation added), over
+// the measured time.
+func (r *SubIntervalResult) L3Mbps(hdr uint64) float64 {
+	st := &r.Stats
+	if st.DeltaTime == 0 {
+		return 0
+	}
+	return float64((st.RxBytes+uint64(st.RxDatagrams)*hdr+r.ExtraIPBytes)*8) / float64(st.DeltaTime)
+}
+
 // TrialInfo is one Trial Interval's values (debug output).
 type TrialInfo struct {
 	Loss, Ooo, Dup, CE uint32

@@ -180,9 +180,7 @@ func subInterval(r *dataphase.SubIntervalResult, hdr uint64) SubInterval {
 		Datagrams: st.RxDatagrams, Bytes: st.RxBytes,
 		Loss: st.SeqErrLoss, Ooo: st.SeqErrOoo, Dup: st.SeqErrDup, CE: r.CECount,
 	}
-	if st.DeltaTime > 0 {
-		s.Mbps = float64((st.RxBytes+uint64(st.RxDatagrams)*hdr+r.ExtraIPBytes)*8) / float64(st.DeltaTime)
-	}
+	s.Mbps = r.L3Mbps(hdr)
 	ms := func(v uint32) *uint32 {
 		if v == dataphase.NoDelay {
 			return nil
