@@ -46,16 +46,7 @@ func startAgent(t *testing.T, dir, config string, extra ...string) *agentProc {
 // namespace).
 func runAgent(t *testing.T, a *agentProc, cmd *exec.Cmd) *agentProc {
 	t.Helper()
-	a.proc = &proc{cmd: cmd}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a.watch(stderr)
+	a.proc = startWatched(t, cmd)
 	waitUntil(t, 60*time.Second, "agent serving", func() (bool, string) {
 		code, _, err := httpGet(a.base + "/healthz")
 		return err == nil && code == http.StatusOK, a.log()
@@ -224,9 +215,7 @@ func scrapeProbe(t *testing.T, promBin string, a *agentProc, target string) {
 // /probe with target and duration as parameters.
 func startProbePrometheus(t *testing.T, bin, agentAddr, target string) *prometheus {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	writeAgentFile(t, cfg, fmt.Sprintf(`global:
+	return runPrometheus(t, bin, fmt.Sprintf(`global:
   scrape_interval: 15s
   scrape_timeout: 14s
 scrape_configs:
@@ -239,25 +228,6 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, target, agentAddr))
-	p := &prometheus{base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))}
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+strings.TrimPrefix(p.base, "http://"), "--log.level=warn")
-	p.proc = &proc{cmd: cmd}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.proc.watch(stderr)
-	p.proc.stopAtCleanup(t, "prometheus")
-	waitUntil(t, 60*time.Second, "prometheus ready", func() (bool, string) {
-		code, body, err := httpGet(p.base + "/-/ready")
-		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
-	})
-	return p
 }
 
 // fastTest is one [[test]] of fastConfig.

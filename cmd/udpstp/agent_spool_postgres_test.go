@@ -51,16 +51,7 @@ func startSpoolAgent(t *testing.T, name, dsn, config string) *spoolAgent {
 	a := &spoolAgent{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))}
 	cmd := exec.Command(udpstpBin, "agent", "--http", strings.TrimPrefix(a.base, "http://"), "--store", dsn,
 		"--spool", filepath.Join(dir, "spool.db"), "--identity", name, "--config", config, "--test-min-every", "1s")
-	a.proc = &proc{cmd: cmd}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a.watch(stderr)
+	a.proc = startWatched(t, cmd)
 	a.stopAtCleanup(t, name)
 	waitUntil(t, 60*time.Second, name+" serving", func() (bool, string) {
 		code, _, err := httpGet(a.base + "/healthz")

@@ -95,8 +95,6 @@ type prometheus struct {
 // and storage, scraping target every second, and waits until it is ready.
 func startPrometheus(t *testing.T, bin, target string) *prometheus {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
 	conf := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -105,13 +103,34 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, target)
+	return runPrometheus(t, bin, conf)
+}
+
+// runPrometheus runs Debian's prometheus with configuration conf and a
+// temporary storage, and waits until it is ready.
+func runPrometheus(t *testing.T, bin, conf string) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &prometheus{base: fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t))}
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+strings.TrimPrefix(p.base, "http://"), "--log.level=warn")
-	p.proc = &proc{cmd: cmd}
+	p.proc = startWatched(t, exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+strings.TrimPrefix(p.base, "http://"), "--log.level=warn"))
+	p.proc.stopAtCleanup(t, "prometheus")
+	waitUntil(t, 60*time.Second, "prometheus ready", func() (bool, string) {
+		code, body, err := httpGet(p.base + "/-/ready")
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
+	})
+	return p
+}
+
+// startWatched starts cmd with its output (standard error, and standard
+// output with it) collected by a proc, which it returns.
+func startWatched(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -120,12 +139,7 @@ scrape_configs:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.proc.watch(stderr)
-	p.proc.stopAtCleanup(t, "prometheus")
-	waitUntil(t, 60*time.Second, "prometheus ready", func() (bool, string) {
-		code, body, err := httpGet(p.base + "/-/ready")
-		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v; log:\n%s", code, body, err, p.proc.log())
-	})
+	p.watch(stderr)
 	return p
 }
 
