@@ -36,6 +36,7 @@ type BaselineRow struct {
 	Got     int64         // datagrams that reached the server namespace
 	Relay   RelayStats    // the relay's counters for the direction
 	Links   int64         // frames the veths dropped
+	Stall   time.Duration // the machine's longest stall meanwhile (see stallWatch)
 }
 
 // SentBps is the rate the sender achieved, metered as RateBps.
@@ -55,6 +56,15 @@ func (r BaselineRow) Clean() bool {
 		r.SentBps() >= 0.98*float64(r.RateBps)
 }
 
+// stallPeriod is how often a stall watcher wakes: a stall of the machine
+// of d shows as a wake-up at least d-stallPeriod late.
+const stallPeriod = time.Millisecond
+
+// MachineStalled reports whether the machine itself stopped long enough
+// during the row for a packet to slip (see stallWatch): then a relay that
+// did not keep up measured the machine, not the relay.
+func (r BaselineRow) MachineStalled() bool { return r.Stall >= RelaySlip-stallPeriod }
+
 // verdict says whether the row was carried, or what fell short.
 func (r BaselineRow) verdict() string {
 	var why []string
@@ -73,22 +83,26 @@ func (r BaselineRow) verdict() string {
 	if len(why) == 0 && r.Clean() {
 		return "carried"
 	}
+	if r.MachineStalled() {
+		why = append(why, fmt.Sprintf("the machine stalled %v", r.Stall.Round(100*time.Microsecond)))
+	}
 	return "not shown: " + strings.Join(why, ", ")
 }
 
 // String is the row of a Markdown table (see BaselineTable).
 func (r BaselineRow) String() string {
 	verdict := r.verdict()
-	return fmt.Sprintf("| %d | %v | %.1f | %d | %d | %.3f | %d | %d | %v | %v | %d | %s |",
+	return fmt.Sprintf("| %d | %v | %.1f | %d | %d | %.3f | %d | %d | %v | %v | %d | %v | %s |",
 		r.RateBps/1e6, 2*r.Delay, r.SentBps()/1e6, r.Sent, r.Got, 100*float64(r.Sent-r.Got)/float64(max(r.Sent, 1)),
-		r.Relay.OwnDrops(), r.Relay.MaxQueued, r.Relay.LateMean.Round(time.Microsecond), r.Relay.LateMax.Round(time.Microsecond), r.Relay.LateSlips, verdict)
+		r.Relay.OwnDrops(), r.Relay.MaxQueued, r.Relay.LateMean.Round(time.Microsecond), r.Relay.LateMax.Round(time.Microsecond), r.Relay.LateSlips,
+		r.Stall.Round(100*time.Microsecond), verdict)
 }
 
 // BaselineTable formats rows as a Markdown table.
 func BaselineTable(rows []BaselineRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| offered Mbit/s (L2) | RTT | sent Mbit/s | sent | arrived | lost %% | relay's own drops | max queued | late mean | late max | ≥ %v late | |\n", RelaySlip)
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| offered Mbit/s (L2) | RTT | sent Mbit/s | sent | arrived | lost %% | relay's own drops | max queued | late mean | late max | ≥ %v late | machine's longest stall | |\n", RelaySlip)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r.String() + "\n")
 	}
@@ -140,8 +154,8 @@ func HighestCarried(rows []BaselineRow) int64 {
 }
 
 // baselinePoint measures one rate and one-way delay.
-func baselinePoint(rate int64, delay time.Duration, dur time.Duration) (BaselineRow, error) {
-	row := BaselineRow{RateBps: rate, Delay: delay}
+func baselinePoint(rate int64, delay time.Duration, dur time.Duration) (row BaselineRow, err error) {
+	row = BaselineRow{RateBps: rate, Delay: delay}
 	d := Impairment{Delay: delay}
 	l, err := Build(Config{Relay: true, Up: Shape{Relay: d}, Down: Shape{Relay: d}})
 	if err != nil {
@@ -151,6 +165,9 @@ func baselinePoint(rate int64, delay time.Duration, dur time.Duration) (Baseline
 	if err := l.addSink(); err != nil {
 		return row, err
 	}
+	// Watched from the first datagram to the last one's release.
+	watch := watchStalls()
+	defer func() { row.Stall = watch.stop() }()
 	start := time.Now()
 	row.Sent, err = l.blastBursts(netip.AddrPortFrom(l.ServerAddr, sinkPort), rate, dur)
 	row.Elapsed = time.Since(start)

@@ -157,10 +157,16 @@ func TestBaselineVerdict(t *testing.T) {
 		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9800, Relay: RelayStats{Read: 9900, TunDropped: 100}}, "relay did not keep up"},
 		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900, LateSlips: 100}}, "relay did not keep up"},
 		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9890, Relay: RelayStats{Read: 9900}}, "lost outside the relay"},
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900, LateSlips: 100}, Stall: 12 * time.Millisecond}, "the machine stalled 12ms"},
+		// A stall does not excuse a clean row, nor a short one explain a miss.
+		{BaselineRow{RateBps: 100e6, Elapsed: time.Second, Sent: 9900, Got: 9900, Relay: RelayStats{Read: 9900}, Stall: time.Second}, "carried"},
 	} {
 		if got := c.r.verdict(); !strings.Contains(got, c.want) || (c.want == "carried") != c.r.Clean() {
 			t.Errorf("%+v: verdict %q (clean %v), want %q", c.r, got, c.r.Clean(), c.want)
 		}
+	}
+	if short := (BaselineRow{Stall: RelaySlip - 2*stallPeriod}); short.MachineStalled() {
+		t.Errorf("a stall of %v is taken for one that makes packets slip", short.Stall)
 	}
 	rows := []BaselineRow{ok, {RateBps: 200e6, Sent: 1}, ok}
 	rows[2].RateBps = 50e6

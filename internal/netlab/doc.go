@@ -155,7 +155,9 @@
 // `make lab`) measures what a raw sender in 1 ms Bursts gets through it
 // at each rate and delay; HighestCarried names the highest rate it
 // carried cleanly, the highest a capacity case through the relay may
-// use. docs/accuracy.md has the table.
+// use. A thread per CPU watches the machine meanwhile: a row the relay
+// missed while the machine itself stalled measured the machine and is
+// measured again. docs/accuracy.md has the table.
 //
 // # NAT, firewall and narrow links
 //
