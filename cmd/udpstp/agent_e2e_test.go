@@ -75,7 +75,7 @@ func (a *agentProc) results(t *testing.T, f store.Filter) []store.Result {
 // the store, /metrics (promtool), a reload with a bad file and a good one,
 // and /probe scraped by a real Prometheus.
 func TestAgentE2EPrometheus(t *testing.T) {
-	e2e(t)
+	processTest(t)
 	for _, tool := range []string{"promtool", "prometheus"} {
 		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") == "true" {
 			t.Fatalf("%s not found (apt-get install prometheus; .ci/run does): %v", tool, err)
@@ -84,7 +84,9 @@ func TestAgentE2EPrometheus(t *testing.T) {
 	promtool := lookTool(t, "promtool")
 	promBin := lookTool(t, "prometheus")
 	port := freePort(t, "127.0.0.1")
-	spawnServer(t, udpstpBin, "server", "-p", strconv.Itoa(port), "127.0.0.1")
+	// -I 20: /probe's tests search for the rate; the server holds them
+	// to 20 Mbit/s, as fastConfig's tests are.
+	spawnServer(t, udpstpBin, "server", "-p", strconv.Itoa(port), "-I", "20", "127.0.0.1")
 	dead := freePort(t, "127.0.0.1") // nothing listens: ICMP port unreachable
 	live := fmt.Sprintf("127.0.0.1:%d", port)
 	dir := t.TempDir()
@@ -237,8 +239,9 @@ type fastTest struct {
 }
 
 // fastConfig is an agent's file with tests on a fast schedule (every 2 s,
-// 5 s tests), a slot tolerated 10 min late (a busy machine), and /probe's
-// tests 1 s apart at least.
+// 5 s tests at a fixed 20 Mbit/s: the agent is under test, not the rate),
+// a slot tolerated 10 min late (a busy machine), and /probe's tests 1 s
+// apart at least.
 func fastConfig(tests ...fastTest) string {
 	var b strings.Builder
 	b.WriteString("tolerance = \"10m\"\n[probe]\nmin_interval = \"1s\"\nmax_duration = \"10s\"\n")
@@ -247,7 +250,7 @@ func fastConfig(tests ...fastTest) string {
 		for i, s := range t.servers {
 			q[i] = strconv.Quote(s)
 		}
-		fmt.Fprintf(&b, "\n[[test]]\nname = %q\nservers = [%s]\ndirection = %q\nevery = \"2s\"\noptions = { test-time = 5 }\n",
+		fmt.Fprintf(&b, "\n[[test]]\nname = %q\nservers = [%s]\ndirection = %q\nevery = \"2s\"\noptions = { test-time = 5, rate-index = \"20\" }\n",
 			t.name, strings.Join(q, ", "), t.direction)
 	}
 	return b.String()

@@ -32,7 +32,7 @@ import (
 // rows), /metrics (promtool) and /probe scraped by a real Prometheus are
 // checked. The loopback TestAgentE2EPrometheus checks failover and reloads.
 func TestAgentE2ELabChromium(t *testing.T) {
-	e2e(t)
+	processTest(t)
 	for _, tool := range []string{"promtool", "prometheus"} {
 		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") == "true" {
 			t.Fatalf("%s not found (apt-get install prometheus; .ci/run does): %v", tool, err)

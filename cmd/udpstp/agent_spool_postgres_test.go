@@ -98,7 +98,7 @@ func (a *spoolAgent) gauge(name string) (float64, string) {
 // once, none twice, none that was not logged, and each agent has results
 // that started during the outage.
 func TestAgentSpoolPostgresOutage(t *testing.T) {
-	e2e(t)
+	processTest(t)
 	c := pgtest.Start(t)
 	dsn := c.NewDatabase(t)
 	outage := agentOutage(t)
@@ -111,7 +111,7 @@ name = "down"
 servers = ["127.0.0.1:%d"]
 direction = "down"
 every = "1s"
-options = { test-time = 5 }
+options = { test-time = 5, rate-index = "20" }
 `, port))
 
 	agents := []*spoolAgent{startSpoolAgent(t, "probe-a", dsn, config), startSpoolAgent(t, "probe-b", dsn, config)}

@@ -125,7 +125,7 @@ func checkArchived(t *testing.T, rec archived, dir string, r testResult) {
 // file; --store (SQLite) holds the same records as server results. With
 // --archive-addresses=plain the address is kept.
 func TestServerArchive(t *testing.T) {
-	e2e(t)
+	processTest(t) // its tests run at a fixed 20 Mbit/s
 	ob := optionalUdpstBin(t)
 	for _, plain := range []bool{false, true} {
 		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {

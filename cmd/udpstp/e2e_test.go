@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -45,9 +46,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building udpstp: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	flag.Parse()
+	parallelBeside()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// parallelBeside lets processTest tests run beside the e2e slots' tests:
+// -parallel defaults to GOMAXPROCS, 2 on CI, the number of slots, so
+// without it a test that mostly waits (an agent's schedule, a browser,
+// a stopped PostgreSQL) would wait for a slot's worth of real tests. An
+// explicit -parallel is kept.
+func parallelBeside() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(cap(e2eSlots)+4))
+	}
 }
 
 // e2eSlots bounds how many real tests run at once: each pushes up to about
@@ -64,8 +80,9 @@ func e2e(t *testing.T) {
 	t.Cleanup(func() { <-e2eSlots })
 }
 
-// processTest marks a test that starts processes but moves little data:
-// it runs in parallel, without a slot, and not with -short.
+// processTest marks a test that starts processes but moves little data
+// (agents, DNS, stores; real tests at a fixed low rate): it runs in
+// parallel, without a slot, and not with -short.
 func processTest(t *testing.T) {
 	t.Helper()
 	if testing.Short() {

@@ -58,7 +58,7 @@ type srvRecord struct {
 func startSRVLab(t *testing.T, servers map[string][]string, records []srvRecord) *srvLab {
 	t.Helper()
 	dnsmasq := dnsmasqPath(t)
-	e2e(t)
+	processTest(t) // its tests run at a fixed 50 Mbit/s
 	s := &srvLab{l: netlab.New(t, netlab.Config{}), ports: map[string]int{}, procs: map[string]*proc{}}
 	addr := s.l.ServerAddr.String()
 	next := 31000
@@ -139,7 +139,7 @@ type srvResult struct {
 // (srv:...), and returns its result.
 func (s *srvLab) client(t *testing.T, host string, extra ...string) (srvResult, string) {
 	t.Helper()
-	args := append([]string{"client", "-f", "json", "-d", "-t", "5", "-I", "@50"}, extra...)
+	args := append([]string{"client", "-f", "json", "-d", "-t", "5", "-I", "50"}, extra...)
 	out, err := s.l.Command(s.l.ClientNS, udpstpBin, append(args, host)...).Output()
 	var r srvResult
 	if jerr := json.Unmarshal(out, &r); jerr != nil {
@@ -216,7 +216,7 @@ func TestDnsmasqLabSRVFailover(t *testing.T) {
 		running := make(chan srvResult, 1)
 		runningOut := make(chan string, 1)
 		go func() {
-			out, _ := s.l.Command(s.l.ClientNS, udpstpBin, "client", "-f", "json", "-d", "-t", "10", "-I", "@50",
+			out, _ := s.l.Command(s.l.ClientNS, udpstpBin, "client", "-f", "json", "-d", "-t", "10", "-I", "50",
 				"-p", fmt.Sprint(s.ports["drain"]), s.l.ServerAddr.String()).Output()
 			var r srvResult
 			json.Unmarshal(out, &r)
@@ -259,7 +259,7 @@ func TestDnsmasqLabSRVFailover(t *testing.T) {
 	})
 	t.Run("text", func(t *testing.T) {
 		// Text mode says which server was used and which failed first.
-		out, err := s.l.Command(s.l.ClientNS, udpstpBin, "client", "-d", "-t", "5", "-I", "@50", "srv:down.test").Output()
+		out, err := s.l.Command(s.l.ClientNS, udpstpBin, "client", "-d", "-t", "5", "-I", "50", "srv:down.test").Output()
 		if err != nil {
 			t.Fatalf("client: %v\n%s", err, out)
 		}
