@@ -17,8 +17,8 @@ import (
 // (a virtual CPU the hypervisor did not run, a kernel section that did
 // not yield). This VM's CPUs stop now and then with nothing else
 // running: a lone sleeper like these woke 9 ms and 50 ms late within
-// 20 s, and watchers saw 2 to 19 ms in each 2 s baseline row; a 12 ms
-// stall made 2.6 % of a 50 Mbit/s row leave 5 ms late or more.
+// 20 s, and watchers saw from 0.3 ms to 19 ms in a 2 s baseline row; a
+// 12 ms stall made 2.6 % of a 50 Mbit/s row leave 5 ms late or more.
 type stallWatch struct {
 	stopFd int // eventfd: readable once stop was called
 	wg     sync.WaitGroup
