@@ -122,12 +122,17 @@ skipreport:
 	$(TESTREPORT) -summary $(wildcard $(REPORTDIR)/*.json)
 
 # fuzz: every fuzz target runs briefly beyond its committed seed corpus.
-# -fuzz must match exactly one target in one package, hence the loop.
+# -fuzz must match exactly one target in one package, hence the loop. A
+# failure prints go test's output; a target that fails is run once more,
+# and fails the run only if it fails again: an input that crashes it was
+# written to testdata/fuzz and is replayed first, so it fails again.
 fuzz:
 	@set -e; for pkg in ./dataphase ./control ./report/plot; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/dev/null; \
+			out=$$($(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg 2>&1) || { \
+				echo "$$out"; echo "fuzz $$pkg $$f failed: once more"; \
+				$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; }; \
 		done; \
 	done
 
