@@ -1,12 +1,15 @@
-// Package udpstp holds no code: only the test that keeps
-// docs/architecture.md's list of packages true to the module.
 package udpstp
+
+// This file holds docs/architecture.md's list of packages true to the module.
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -141,5 +144,152 @@ func TestArchitecturePackages(t *testing.T) {
 	slices.Sort(missing)
 	for _, p := range missing {
 		t.Errorf("docs/architecture.md's packages block lacks %s -> %s", p, strings.Join(real[p], " "))
+	}
+}
+
+// readLayersBlock returns the lines of the fenced block "```layers" of
+// docs/architecture.md: "layer N  pkg pkg ...", the packages of layer N.
+func readLayersBlock(t *testing.T) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := map[string]int{}
+	in, found := false, false
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case !in && line == "```layers":
+			in, found = true, true
+		case in && line == "```":
+			in = false
+		case in && line != "":
+			f := strings.Fields(line)
+			if len(f) < 3 || f[0] != "layer" {
+				t.Fatalf("docs/architecture.md:%d: %q: want \"layer N  package package ...\"", n+1, line)
+			}
+			layer, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatalf("docs/architecture.md:%d: %q: want \"layer N  package package ...\"", n+1, line)
+			}
+			for _, p := range f[2:] {
+				if l, dup := layers[p]; dup {
+					t.Errorf("docs/architecture.md:%d: %s is drawn again (first in layer %d)", n+1, p, l)
+				}
+				layers[p] = layer
+			}
+		}
+	}
+	if !found || in {
+		t.Fatal("docs/architecture.md has no closed ```layers block")
+	}
+	return layers
+}
+
+// lowestLayers gives each package the lowest layer it can stand in: 0
+// without imports from the module, else one above its highest import.
+func lowestLayers(imports map[string][]string) map[string]int {
+	layer := map[string]int{}
+	var place func(p string, depth int) int
+	place = func(p string, depth int) int {
+		if l, ok := layer[p]; ok {
+			return l
+		}
+		if depth > len(imports) { // a cycle: go build refuses it first
+			return 0
+		}
+		l := 0
+		for _, i := range imports[p] {
+			l = max(l, place(i, depth+1)+1)
+		}
+		layer[p] = l
+		return l
+	}
+	for p := range imports {
+		place(p, 0)
+	}
+	return layer
+}
+
+// TestArchitectureLayers holds the layer drawing of docs/architecture.md
+// to the module: every package is drawn once, in the lowest layer its
+// imports allow (so every arrow points down and the drawing says how far
+// each package stands from the bottom). A failure prints the block as it
+// should read.
+func TestArchitectureLayers(t *testing.T) {
+	drawn := readLayersBlock(t)
+	want := lowestLayers(goListImports(t))
+	bad := false
+	for p, l := range want {
+		d, ok := drawn[p]
+		switch {
+		case !ok:
+			t.Errorf("docs/architecture.md's layers block lacks %s (layer %d)", p, l)
+			bad = true
+		case d != l:
+			t.Errorf("docs/architecture.md draws %s in layer %d; its imports place it in layer %d", p, d, l)
+			bad = true
+		}
+	}
+	for p := range drawn {
+		if _, ok := want[p]; !ok {
+			t.Errorf("docs/architecture.md draws %s, which is no package of the module", p)
+			bad = true
+		}
+	}
+	if bad {
+		byLayer := map[int][]string{}
+		top := 0
+		for p, l := range want {
+			byLayer[l] = append(byLayer[l], p)
+			top = max(top, l)
+		}
+		var b strings.Builder
+		for l := top; l >= 0; l-- {
+			slices.Sort(byLayer[l])
+			fmt.Fprintf(&b, "layer %d  %s\n", l, strings.Join(byLayer[l], " "))
+		}
+		t.Logf("the layers block should read:\n%s", b.String())
+	}
+}
+
+// tableRow is a row of docs/architecture.md's package table:
+// "| `pkg` | layer | half | what it holds |".
+var tableRow = regexp.MustCompile("^\\| `([^`]+)` \\| (\\d+) \\| (measurement|continuous|both|tests) \\| (.+) \\|$")
+
+// TestArchitectureTable holds the table that says what each package holds
+// to the module: every package has one row, with the layer its imports
+// give it.
+func TestArchitectureTable(t *testing.T) {
+	b, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lowestLayers(goListImports(t))
+	rows := map[string]int{}
+	for n, line := range strings.Split(string(b), "\n") {
+		m := tableRow.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		p, layer := m[1], m[2]
+		if _, dup := rows[p]; dup {
+			t.Errorf("docs/architecture.md:%d: %s has a second row", n+1, p)
+		}
+		l, _ := strconv.Atoi(layer)
+		rows[p] = l
+		w, ok := want[p]
+		switch {
+		case !ok:
+			t.Errorf("docs/architecture.md:%d: %s is no package of the module", n+1, p)
+		case w != l:
+			t.Errorf("docs/architecture.md:%d: %s in layer %d; its imports place it in layer %d", n+1, p, l, w)
+		}
+	}
+	for p, l := range want {
+		if _, ok := rows[p]; !ok {
+			t.Errorf("docs/architecture.md's package table has no row for %s (layer %d): say what it holds", p, l)
+		}
 	}
 }

@@ -19,7 +19,7 @@ type Options struct {
 	Store    store.Store
 	Identity string // the probe's name in every result (default: hostname)
 	// Network opens the client's network for one test and returns its
-	// closer: server.NewClientNet in the binary.
+	// closer: enginenet.NewClient in the binary.
 	Network func() (control.Network, func())
 	// Parse is the client's command-line parser (/probe's target and
 	// duration are checked by it).
@@ -28,6 +28,9 @@ type Options struct {
 	Version string
 	// Rand draws memoryless spacings; nil: seeded from the system.
 	Rand *rand.Rand
+	// InFlight, if set, is the file that records the test running, so
+	// that a kill during it is stored at the next start (inflight.go).
+	InFlight string
 	// Now is the wall clock; nil: time.Now. Slots are wall-clock times
 	// (monotonic reading stripped), so that a machine that slept past a
 	// slot sees it as late.
@@ -46,8 +49,30 @@ type Agent struct {
 	running atomic.Pointer[string]
 	reload  chan struct{}
 	base    atomic.Pointer[context.Context] // Run's, for RunNow
-	events  hub
-	m       *metrics
+	// runNows are RunNow's tests: Run waits for them before it returns,
+	// so that a stop during one stores its result.
+	runNows sync.WaitGroup
+	// kept are the results the store refused, retried (retry.go).
+	keptMu   sync.Mutex
+	kept     []*store.Result
+	keptErr  error
+	keptWake chan struct{}
+	// resume are the cron slots Restore found just passed, by test: Run's
+	// first slot of each.
+	resumeMu sync.Mutex
+	resume   map[string]time.Time
+	// nextLogged are the next slots last logged (Run's own); nextRuns
+	// the same for readers (NextRuns).
+	nextLogged map[string]time.Time
+	nextMu     sync.Mutex
+	nextRuns   map[string]time.Time
+	// inFlight is the in-flight file's record of the test running (nil:
+	// none, or no file).
+	inFlight atomic.Pointer[inFlight]
+	stopMu   sync.Mutex
+	stopped  bool // Run has returned: RunNow starts nothing more
+	events   hub
+	m        *metrics
 	// sleeps counts the schedule loop's waits (its tests know it has
 	// drawn its slots).
 	sleeps atomic.Int64
@@ -74,7 +99,7 @@ func New(cfg *Config, o Options) *Agent {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	a := &Agent{o: o, lock: make(chan struct{}, 1), reload: make(chan struct{}, 1), m: newMetrics(), runClient: client.Run}
+	a := &Agent{o: o, lock: make(chan struct{}, 1), reload: make(chan struct{}, 1), keptWake: make(chan struct{}, 1), resume: map[string]time.Time{}, m: newMetrics(), runClient: client.Run}
 	a.lock <- struct{}{}
 	a.cfg.Store(cfg)
 	if sp, ok := o.Store.(spooler); ok {

@@ -2,15 +2,18 @@ package agent
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
+	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/discover"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // configChecker resolves a decoded file, naming the line of what it refuses.
@@ -18,6 +21,44 @@ type configChecker struct {
 	path  string
 	lines map[string]int
 	o     LoadOptions
+	raw   map[string]any // the file decoded generically (bareDurations)
+	// warnings are what the file asks that works but is unwise
+	// (Config.Warnings).
+	warnings []string
+}
+
+// bareDurations refuses a Duration of v (a file's struct, its keys under
+// prefix) that the file gave as a number, not a string: the decoder reads
+// every = 600 as 600 ns. raw is the same part of the file decoded
+// generically, where the value's TOML kind shows.
+func (c *configChecker) bareDurations(prefix string, v reflect.Value, raw any) error {
+	table, _ := raw.(map[string]any)
+	for i := range v.NumField() {
+		f, sf := v.Field(i), v.Type().Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		key, r := prefix+name, table[name]
+		switch {
+		case f.Type() == reflect.TypeFor[Duration]():
+			if _, isString := r.(string); r != nil && !isString {
+				return c.errorAt(key, "%v: a number without a unit: write a string with one (\"600s\", \"10m\", \"6h\", \"30d\")", r)
+			}
+		case f.Kind() == reflect.Struct:
+			if err := c.bareDurations(key+".", f, r); err != nil {
+				return err
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+			rs, _ := r.([]any)
+			for j := range min(f.Len(), len(rs)) {
+				if err := c.bareDurations(fmt.Sprintf("%s.%d.", key, j), f.Index(j), rs[j]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // errorAt is an error at key (a keyLines path): file:line: key: why.
@@ -46,6 +87,9 @@ func displayKey(key string) string {
 var testNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 func (c *configChecker) resolve(f *fileConfig) (*Config, error) {
+	if err := c.bareDurations("", reflect.ValueOf(f).Elem(), c.raw); err != nil {
+		return nil, err
+	}
 	cfg := Default()
 	cfg.Path = c.path
 	if f.Tolerance > 0 {
@@ -66,6 +110,12 @@ func (c *configChecker) resolve(f *fileConfig) (*Config, error) {
 	if f.Probe.MinInterval > 0 {
 		cfg.ProbeInterval = time.Duration(f.Probe.MinInterval)
 	}
+	if err := c.resolveHTTP(f, cfg); err != nil {
+		return nil, err
+	}
+	if err := c.resolveCross(&f.Cross, cfg); err != nil {
+		return nil, err
+	}
 	if len(f.Tests) > MaxTests {
 		return nil, c.errorAt("test", "%d tests: at most %d", len(f.Tests), MaxTests)
 	}
@@ -81,11 +131,13 @@ func (c *configChecker) resolve(f *fileConfig) (*Config, error) {
 		names[t.Name] = true
 		cfg.Tests = append(cfg.Tests, t)
 	}
+	cfg.Warnings = c.warnings
 	return cfg, nil
 }
 
 func (c *configChecker) test(key string, ft *fileTest) (*Test, error) {
 	t := &Test{Name: ft.Name, Direction: ft.Direction}
+	var err error
 	if !testNameRe.MatchString(ft.Name) {
 		return nil, c.errorAt(key+".name", "%q: want 1 to 64 letters, digits, '.', '_' or '-'", ft.Name)
 	}
@@ -103,17 +155,34 @@ func (c *configChecker) test(key string, ft *fileTest) (*Test, error) {
 	case ft.Every > 0 && ft.Cron.c != nil:
 		return nil, c.errorAt(key+".cron", "a test has every or cron, not both")
 	case ft.Cron.c != nil:
-		if d, ok := ft.Cron.c.sched.(cron.ConstantDelaySchedule); ok && d.Delay < c.o.MinEvery {
+		d, ok := ft.Cron.c.constantDelay()
+		if ok && d < c.o.MinEvery {
 			return nil, c.errorAt(key+".cron", "%q: more often than every %s", ft.Cron.c.Spec, c.o.MinEvery)
+		}
+		if ok && d < AdviseEvery {
+			c.warnings = append(c.warnings, c.errorAt(key+".cron", "%q: more often than every %s: for trying the agent; the probe then measures mostly its own load", ft.Cron.c.Spec, AdviseEvery).Error())
 		}
 		t.Schedule = ft.Cron.c
 	case ft.Every > 0:
 		if time.Duration(ft.Every) < c.o.MinEvery {
 			return nil, c.errorAt(key+".every", "%s: at least %s", time.Duration(ft.Every), c.o.MinEvery)
 		}
+		if time.Duration(ft.Every) < AdviseEvery {
+			c.warnings = append(c.warnings, c.errorAt(key+".every", "%s: shorter than %s: for trying the agent; the probe then measures mostly its own load", time.Duration(ft.Every), AdviseEvery).Error())
+		}
 		t.Schedule = Every{Mean: time.Duration(ft.Every)}
 	default:
 		t.Schedule = Every{Mean: DefaultEvery}
+	}
+	if t.Select, err = client.ParseSelect(ft.Select); err != nil {
+		return nil, c.errorAt(key+".select", "%v", err)
+	}
+	if t.Select == client.SelectRTT && len(ft.Servers) > 1 {
+		for _, s := range ft.Servers {
+			if discover.Is(s) {
+				return nil, c.errorAt(key+".select", "rtt chooses among one srv:NAME's servers or a list of host[:port], not a list holding %s", s)
+			}
+		}
 	}
 	args, err := c.optionArgs(key+".options", ft.Options)
 	if err != nil {
@@ -177,7 +246,7 @@ func (c *configChecker) optionArgs(key string, opts map[string]any) ([]string, e
 		case string:
 			args = append(args, "--"+k, v)
 		default:
-			return nil, c.errorAt(key+"."+k, "want a string, an integer or true/false, not %T", v)
+			return nil, c.errorAt(key+"."+k, "want a string, an integer or true/false, not %s", tomlKind(v))
 		}
 	}
 	return args, nil
@@ -209,4 +278,19 @@ func (c *configChecker) optionError(key string, opts map[string]any, serversKey 
 		return c.errorAt(serversKey, "%s", msg)
 	}
 	return c.errorAt(key+".options", "%s", msg)
+}
+
+// tomlKind names the TOML kind of a decoded value, not Go's type.
+func tomlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case float64:
+		return "a float"
+	case time.Time, toml.LocalDate, toml.LocalDateTime, toml.LocalTime:
+		return "a date or time"
+	}
+	return "another kind of value"
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/store"
 )
 
@@ -21,15 +21,29 @@ import (
 // key.
 const (
 	DefaultEvery = 6 * time.Hour // M-Lab's ndt7 clients' mean spacing
-	// MinEvery is the shortest mean spacing a file may ask for: a probe
-	// testing more often than that measures mostly its own load.
-	MinEvery         = 10 * time.Minute
+	// MinEvery is the shortest mean spacing a file may ask for, for
+	// trying the agent; below AdviseEvery the log warns at each load: a
+	// probe testing more often than that measures mostly its own load.
+	MinEvery         = time.Minute
+	AdviseEvery      = 10 * time.Minute
 	DefaultTolerance = time.Minute // a slot later than this is missed
 	// DefaultProbeMax and DefaultProbeInterval bound /probe: the longest
 	// test it runs and the least time between two of its tests.
 	DefaultProbeMax      = 10 * time.Second
 	DefaultProbeInterval = 10 * time.Second
 	MaxTests             = 100
+	// MaxProbeTargets bounds [probe] targets, and MaxTargetLen each
+	// target: a target becomes a label of /metrics and a row's server.
+	MaxProbeTargets = 100
+	MaxTargetLen    = 255
+	// The --http listener's defaults: connections held at once (a
+	// connection past it waits in the kernel's accept queue), how long
+	// an idle keep-alive connection and a request's headers may take,
+	// and the live streams of one client address.
+	DefaultHTTPMaxConns          = 64
+	DefaultHTTPIdleTimeout       = 60 * time.Second
+	DefaultHTTPReadHeaderTimeout = 10 * time.Second
+	DefaultStreamsPerClient      = 4
 )
 
 // Direction is a test's direction in the file.
@@ -81,6 +95,8 @@ type fileConfig struct {
 	Tolerance Duration      `toml:"tolerance"`
 	Retention fileRetention `toml:"retention"`
 	Probe     fileProbe     `toml:"probe"`
+	HTTP      fileHTTP      `toml:"http"`
+	Cross     fileCross     `toml:"crosstraffic"`
 	Tests     []fileTest    `toml:"test"`
 }
 
@@ -92,6 +108,18 @@ type fileRetention struct {
 type fileProbe struct {
 	MaxDuration Duration `toml:"max_duration"`
 	MinInterval Duration `toml:"min_interval"`
+	Targets     []string `toml:"targets"`
+	MaxRateMbps int      `toml:"max_rate_mbps"`
+}
+
+// fileHTTP is the --http listener's section (docs/agent.md, "The HTTP
+// listener").
+type fileHTTP struct {
+	Hosts             []string `toml:"hosts"`
+	MaxConnections    int      `toml:"max_connections"`
+	IdleTimeout       Duration `toml:"idle_timeout"`
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	StreamsPerClient  int      `toml:"streams_per_client"`
 }
 
 type fileTest struct {
@@ -100,6 +128,7 @@ type fileTest struct {
 	Direction Direction      `toml:"direction"`
 	Every     Duration       `toml:"every"`
 	Cron      cronText       `toml:"cron"`
+	Select    string         `toml:"select"`
 	Options   map[string]any `toml:"options"`
 }
 
@@ -112,7 +141,34 @@ type Config struct {
 	// ProbeInterval is the least time between the starts of two /probe
 	// tests (the rate limit).
 	ProbeInterval time.Duration
-	Tests         []*Test
+	// ProbeTargets are the targets /probe accepts, as written: any other
+	// is refused before a lookup or a packet (docs/security.md, "The
+	// agent's HTTP surface").
+	ProbeTargets []string
+	// ProbeMaxRateMbps bounds a /probe test's rate, the automatic
+	// search's too (control.ClientConfig.MaxRateMbps); 0: no bound.
+	ProbeMaxRateMbps int
+	HTTP             HTTPConfig
+	// CrossTraffic is [crosstraffic] (crosstraffic.go).
+	CrossTraffic CrossConfig
+	Tests        []*Test
+	// Warnings are what the file asks that works but is unwise (a
+	// spacing below AdviseEvery), file:line: key: why; logged at each
+	// load.
+	Warnings []string
+}
+
+// HTTPConfig is the --http listener's: the Host names it answers to
+// besides loopback and address literals, and its connection bounds. The
+// bounds are read once, when the listener opens; Hosts on every reload.
+type HTTPConfig struct {
+	Hosts             []string
+	MaxConnections    int
+	IdleTimeout       time.Duration
+	ReadHeaderTimeout time.Duration
+	// StreamsPerClient bounds the live-progress streams (/events) one
+	// client address holds.
+	StreamsPerClient int
 }
 
 // Test is one test of the file.
@@ -125,6 +181,10 @@ type Test struct {
 	// command line would make it from Options; Plan its Plan.
 	Client *control.ClientConfig
 	Plan   client.Plan
+	// Select is how the servers are chosen: client.SelectOrder, in
+	// Servers' order (a `srv:NAME`'s, RFC 2782's), or client.SelectRTT,
+	// by their Setup round trips (client/rttselect.go).
+	Select client.Select
 }
 
 // ClientParser turns a client's command-line arguments (options, then
@@ -141,13 +201,23 @@ type LoadOptions struct {
 
 // Default is the configuration without a file: no scheduled tests.
 func Default() *Config {
-	return &Config{Tolerance: DefaultTolerance, ProbeMax: DefaultProbeMax, ProbeInterval: DefaultProbeInterval}
+	return &Config{Tolerance: DefaultTolerance, ProbeMax: DefaultProbeMax, ProbeInterval: DefaultProbeInterval,
+		HTTP: HTTPConfig{MaxConnections: DefaultHTTPMaxConns, IdleTimeout: DefaultHTTPIdleTimeout,
+			ReadHeaderTimeout: DefaultHTTPReadHeaderTimeout, StreamsPerClient: DefaultStreamsPerClient},
+		CrossTraffic: defaultCross()}
 }
 
+// MaxConfigSize bounds the configuration file: MaxTests tests with long
+// options fit in it many times over.
+const MaxConfigSize = 1 << 20
+
 // Load reads and checks the file at path. Every error names the file, the
-// line and the key.
+// line and the key. The file is the agent's own: a symbolic link, FIFO or
+// device at the name, or a file above MaxConfigSize, is refused at once,
+// never waited on (a reload on SIGHUP must not hold up SIGTERM:
+// docs/security.md).
 func Load(path string, o LoadOptions) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
 	}
@@ -167,6 +237,9 @@ func Parse(path string, b []byte, o LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c := &configChecker{path: path, lines: lines, o: o}
+	if err := toml.Unmarshal(b, &c.raw); err != nil { // the decoder read it: not expected
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if c.o.MinEvery <= 0 {
 		c.o.MinEvery = MinEvery
 	}
@@ -178,7 +251,7 @@ func decodeError(path string, b []byte, err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		row, _ := de.Position()
-		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		msg := typeMessage(strings.TrimPrefix(de.Error(), "toml: "))
 		if k := de.Key(); len(k) > 0 {
 			return fmt.Errorf("%s:%d: %s: %s", path, row, elementKey(b, row, k), msg)
 		}
@@ -191,6 +264,36 @@ func decodeError(path string, b []byte, err error) error {
 		return fmt.Errorf("%s:%d: %s: unknown key", path, row, strings.Join(e.Key(), "."))
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// typeRe is the decoder's message for a value of the wrong kind, which
+// names Go's types (agent.fileProbe): typeMessage says it in the file's
+// terms.
+var typeRe = regexp.MustCompile(`^cannot decode TOML (\w+) into struct field \S+ of type (.+)$`)
+
+func typeMessage(msg string) string {
+	m := typeRe.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	want := "another kind of value"
+	switch t := m[2]; {
+	case strings.HasPrefix(t, "[]agent.file"):
+		want = "tables ([[...]])"
+	case strings.HasPrefix(t, "agent.file"):
+		want = "a table ([...] or { key = value })"
+	case t == "[]string":
+		want = `an array of strings (["a", "b"])`
+	case strings.HasPrefix(t, "map["):
+		want = "a table ({ key = value })"
+	case t == "string" || t == "agent.Direction" || t == "agent.cronText":
+		want = "a string"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		want = "an integer"
+	case t == "bool":
+		want = "true or false"
+	}
+	return fmt.Sprintf("want %s, not a TOML %s", want, m[1])
 }
 
 // elementKey names the decoder's key (without the array index) as the

@@ -63,6 +63,7 @@ name = "home-down"
 servers = ["a.example", "b.example:25000"]
 direction = "down"
 every = "6h"
+select = "rtt"
 
 [[test]]
 name = "nightly"
@@ -94,6 +95,9 @@ func TestConfigGood(t *testing.T) {
 	if len(a.Servers) != 2 || a.Servers[1] != (control.ServerAddr{Host: "b.example", Port: 25000}) || a.Servers[0].Port != control.DefaultControlPort {
 		t.Errorf("servers: %+v", a.Servers)
 	}
+	if a.Select != client.SelectRTT || n.Select != client.SelectOrder {
+		t.Errorf("select: %q, %q", a.Select, n.Select)
+	}
 	if e, ok := a.Schedule.(Every); !ok || e.Mean != 6*time.Hour {
 		t.Errorf("schedule: %v", a.Schedule)
 	}
@@ -105,6 +109,16 @@ func TestConfigGood(t *testing.T) {
 	}
 	if e, ok := r.Schedule.(Every); !ok || e.Mean != DefaultEvery {
 		t.Errorf("default schedule: %v", r.Schedule)
+	}
+	c, err = Parse("agent.toml", []byte("[probe]\ntargets = [\"a.example:25000\", \"b.example\"]\nmax_rate_mbps = 100\n"+
+		"[http]\nhosts = [\"Probe1.Example.Net.\"]\nmax_connections = 8\nidle_timeout = \"5s\"\nstreams_per_client = 2\n"), testLoad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ProbeTargets) != 2 || c.ProbeMaxRateMbps != 100 || len(c.HTTP.Hosts) != 1 || c.HTTP.Hosts[0] != "probe1.example.net" ||
+		c.HTTP.MaxConnections != 8 || c.HTTP.IdleTimeout != 5*time.Second || c.HTTP.ReadHeaderTimeout != DefaultHTTPReadHeaderTimeout ||
+		c.HTTP.StreamsPerClient != 2 {
+		t.Errorf("[probe] and [http]: %+v", c)
 	}
 }
 
@@ -122,8 +136,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad duration", test("every = \"6 hours\"\n"), `agent.toml:10: test[2].every: duration "6 hours"`},
 		{"zero duration", "tolerance = \"0s\"\n", "agent.toml:1: tolerance: duration \"0s\": must be above zero"},
 		{"bad cron", test("cron = \"61 * * * *\"\n"), "agent.toml:10: test[2].cron: cron \"61 * * * *\""},
-		{"cron too often", test("cron = \"@every 1m\"\n"), "agent.toml:10: test[2].cron"},
-		{"every too short", test("every = \"1m\"\n"), "agent.toml:10: test[2].every: 1m0s: at least 10m0s"},
+		{"cron too often", test("cron = \"@every 30s\"\n"), "agent.toml:10: test[2].cron"},
+		{"every too short", test("every = \"30s\"\n"), "agent.toml:10: test[2].every: 30s: at least 1m0s"},
 		{"every and cron", test("every = \"1h\"\ncron = \"@daily\"\n"), "agent.toml:11: test[2].cron: a test has every or cron, not both"},
 		{"bad direction", "[[test]]\nname = \"a\"\nservers = [\"s\"]\ndirection = \"sideways\"\n", "agent.toml:4: test[1].direction: direction \"sideways\""},
 		{"wrong type", "[[test]]\nname = \"a\"\nservers = \"s\"\n", "agent.toml:3: test[1].servers"},
@@ -137,6 +151,16 @@ func TestConfigErrors(t *testing.T) {
 		{"bad server", "[[test]]\nname = \"a\"\ndirection = \"up\"\nservers = [\"s:x\"]\n", "agent.toml:4: test[1].servers: bad port"},
 		{"bad count", "[retention]\nmax_count = -1\n", "agent.toml:2: retention.max_count"},
 		{"not toml", "[[test]\n", "agent.toml:1"},
+		{"unspecified target", "[probe]\ntargets = [\"s\", \"0.0.0.0:24601\"]\n", "agent.toml:2: probe.targets: target 2, \"0.0.0.0:24601\": 0.0.0.0 is not a server's address"},
+		{"multicast target", "[probe]\ntargets = [\"224.0.0.1\"]\n", "agent.toml:2: probe.targets: target 1"},
+		{"long target", "[probe]\ntargets = [\"" + strings.Repeat("x", 300) + "\"]\n", "agent.toml:2: probe.targets: target 1"},
+		{"bad rate", "[probe]\nmax_rate_mbps = -1\n", "agent.toml:2: probe.max_rate_mbps"},
+		{"bad host", "[http]\nhosts = [\"http://a.example/\"]\n", "agent.toml:2: http.hosts: host 1"},
+		{"bad max_connections", "[http]\nmax_connections = -5\n", "agent.toml:2: http.max_connections"},
+		{"bad select", test("select = \"fastest\"\n"), `agent.toml:10: test[2].select: "fastest": want "order" or "rtt"`},
+		{"select rtt with srv in a list", "[[test]]\nname = \"a\"\ndirection = \"up\"\nservers = [\"s\", \"srv:fleet.example\"]\nselect = \"rtt\"\n",
+			"agent.toml:5: test[1].select: rtt chooses among one srv:NAME's servers or a list of host[:port], not a list holding srv:fleet.example"},
+		{"unknown http key", "[http]\nhost = [\"a\"]\n", "agent.toml:2: http.host"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,10 +182,48 @@ func TestKeyLines(t *testing.T) {
 	}
 	for key, want := range map[string]int{
 		"tolerance": 2, "retention": 4, "retention.max_age": 5, "test.0": 8, "test.0.every": 12,
-		"test.1.cron": 18, "test.1.options": 19, "test.1.options.test-time": 20, "test.2.options.test-time": 26,
+		"test.0.select": 13, "test.1.cron": 19, "test.1.options": 20, "test.1.options.test-time": 21, "test.2.options.test-time": 27,
 	} {
 		if lines[key] != want {
 			t.Errorf("%s: line %d, want %d", key, lines[key], want)
 		}
+	}
+}
+
+// TestConfigShortSpacing: a spacing of 1 to 10 minutes is for trying the
+// agent: accepted, with a warning naming the line; below 1 minute refused.
+func TestConfigShortSpacing(t *testing.T) {
+	cfg, err := Parse("agent.toml", []byte("[[test]]\nname = \"a\"\nservers = [\"s\"]\ndirection = \"down\"\nevery = \"2m\"\n"), LoadOptions{Parse: fakeParse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0], "agent.toml:5: test[1].every: 2m0s: shorter than 10m0s") {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+}
+
+// TestConfigKindErrors: a value of the wrong kind is file:line: key: what
+// was expected, in the file's terms (the decoder's message named Go's
+// types: agent.fileProbe); a duration without a unit is refused (every =
+// 600 was 600 ns).
+func TestConfigKindErrors(t *testing.T) {
+	const test = "[[test]]\nname = \"a\"\nservers = [\"s\"]\ndirection = \"down\"\n"
+	for doc, want := range map[string]string{
+		test + "every = 600\n":                   `agent.toml:5: test[1].every: 600: a number without a unit: write a string with one ("600s", "10m", "6h", "30d")`,
+		"tolerance = 60\n":                       "agent.toml:1: tolerance: 60: a number without a unit",
+		"probe = \"x\"\n":                        "agent.toml:1: probe: want a table ([...] or { key = value }), not a TOML string",
+		"test = \"x\"\n":                         "agent.toml:1: test: want tables ([[...]]), not a TOML string",
+		test + "options = \"x\"\n":               "agent.toml:5: test[1].options: want a table ({ key = value }), not a TOML string",
+		"[[test]]\nname = 5\n":                   "agent.toml:2: test[1].name: want a string, not a TOML integer",
+		"[http]\nhosts = \"x\"\n":                `agent.toml:2: http.hosts: want an array of strings (["a", "b"]), not a TOML string`,
+		test + "options = { test-time = [1] }\n": "agent.toml:5: test[1].options.test-time: want a string, an integer or true/false, not an array",
+	} {
+		_, err := Parse("agent.toml", []byte(doc), LoadOptions{Parse: fakeParse})
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "agent.file") || strings.Contains(err.Error(), "interface {") {
+			t.Errorf("%q: %v, want %s", doc, err, want)
+		}
+	}
+	if _, err := Parse("agent.toml", []byte(test+"every = \"10m\"\n"), LoadOptions{Parse: fakeParse}); err != nil {
+		t.Errorf("every = \"10m\": %v", err)
 	}
 }

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -20,6 +22,16 @@ const maxSleep = 5 * time.Minute
 // missed, and the test's next slot drawn from now.
 func (a *Agent) Run(ctx context.Context) error {
 	a.base.Store(&ctx)
+	retryCtx, stopRetry := context.WithCancel(context.WithoutCancel(ctx))
+	retried := make(chan struct{})
+	go func() { defer close(retried); a.retry(retryCtx) }()
+	defer func() { stopRetry(); <-retried }() // after the tests' results
+	defer func() {
+		a.stopMu.Lock()
+		a.stopped = true
+		a.stopMu.Unlock()
+		a.runNows.Wait()
+	}()
 	next := map[*Test]time.Time{}
 	type kept struct {
 		at       time.Time
@@ -42,9 +54,16 @@ func (a *Agent) Run(ctx context.Context) error {
 				fresh[t] = byName[t.Name].at
 			default:
 				fresh[t] = a.draw(t, now)
+				a.resumeMu.Lock()
+				if at, ok := a.resume[t.Name]; ok {
+					fresh[t] = at
+				}
+				delete(a.resume, t.Name)
+				a.resumeMu.Unlock()
 			}
 		}
 		next = fresh
+		a.publishNext(cfg, next)
 		clear(byName)
 		var due *Test
 		for _, t := range cfg.Tests {
@@ -85,6 +104,33 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// publishNext logs each test's next slot when it changed (at start, after
+// each run, at a reload) and sets /metrics' gauge, so that whoever tries
+// the agent knows when it tests next (docs/agent.md).
+func (a *Agent) publishNext(cfg *Config, next map[*Test]time.Time) {
+	byName := make(map[string]time.Time, len(next))
+	for _, t := range cfg.Tests {
+		at := next[t]
+		byName[t.Name] = at
+		if prev, ok := a.nextLogged[t.Name]; !ok || !prev.Equal(at) {
+			a.o.Log.Info("next test", "test", t.Name, "at", at.Format(time.RFC3339), "in", at.Sub(a.now()).Round(time.Second), "schedule", t.Schedule.String())
+		}
+	}
+	a.nextLogged = byName
+	a.m.setNext(byName)
+	a.nextMu.Lock()
+	a.nextRuns = byName
+	a.nextMu.Unlock()
+}
+
+// NextRuns are the next slots of the scheduled tests, by name (none
+// before Run starts).
+func (a *Agent) NextRuns() map[string]time.Time {
+	a.nextMu.Lock()
+	defer a.nextMu.Unlock()
+	return maps.Clone(a.nextRuns)
+}
+
 // slot keeps or misses one slot of t.
 func (a *Agent) slot(ctx context.Context, cfg *Config, t *Test, at time.Time) {
 	if late := a.now().Sub(at); late > cfg.Tolerance {
@@ -100,6 +146,11 @@ func (a *Agent) slot(ctx context.Context, cfg *Config, t *Test, at time.Time) {
 		a.missed(ctx, t, at, fmt.Sprintf("missed: another test held the agent for %s past this slot", late.Round(time.Second)))
 		return
 	}
+	if why := a.deferWhileBusy(ctx, cfg, t); why != "" { // crosstraffic.go
+		a.missed(ctx, t, at, why)
+		return
+	}
+	defer a.markInFlight(t, t.Schedule.String())() // before the log line: a kill after it is seen
 	a.o.Log.Info("test", "test", t.Name, "schedule", t.Schedule.String())
 	a.runTest(ctx, t)
 }
@@ -111,7 +162,8 @@ func (a *Agent) draw(t *Test, now time.Time) time.Time {
 }
 
 // RunNow starts test name at once, in the background: ErrBusy while
-// another test runs. The test ends with Run's context.
+// another test runs. The test ends with Run's context, and Run waits for
+// it: its result is stored before the agent stops.
 func (a *Agent) RunNow(name string) error {
 	ctx := context.Background()
 	if p := a.base.Load(); p != nil {
@@ -121,11 +173,19 @@ func (a *Agent) RunNow(name string) error {
 	if t == nil {
 		return fmt.Errorf("agent: no test %q", name)
 	}
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	if a.stopped {
+		return errors.New("agent: stopping")
+	}
 	if !a.tryLock(name) {
 		return fmt.Errorf("%w (%s)", ErrBusy, a.Running())
 	}
+	a.runNows.Add(1)
 	go func() {
+		defer a.runNows.Done()
 		defer a.unlock()
+		defer a.markInFlight(t, "run now")()
 		a.o.Log.Info("test", "test", name, "schedule", "run now")
 		a.runTest(ctx, t)
 	}()

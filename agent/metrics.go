@@ -1,9 +1,20 @@
 package agent
 
 import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	udpmetrics "github.com/udpstp/udpstp/metrics"
+	"github.com/udpstp/udpstp/metrics/family"
 	"github.com/udpstp/udpstp/store"
 )
 
@@ -40,53 +51,160 @@ var figures = []figure{
 		func(r *store.Result) *float64 { return r.LoadedMs }, 1e-3},
 	{"responsiveness_rpm", "round trips per minute under load (docs/agent.md)", "",
 		func(r *store.Result) *float64 { return r.RPM }, 1},
+	{"cross_traffic_bytes_per_second", "other traffic on the probe's interface during the test (docs/agent.md, Cross-traffic)", "",
+		func(r *store.Result) *float64 { return r.CrossMbps }, mbpsToBytes},
+	{"cross_traffic_busy", "1 if the other traffic during the test was above [crosstraffic] threshold_mbps", "", crossBusy, 1},
 }
 
 var resultLabels = []string{"test", "server", "direction"}
 
-// metrics are the agent's own registry (/metrics).
-type metrics struct {
-	reg      *prometheus.Registry
-	figures  []*prometheus.GaugeVec // in the order of figures (capacity's two share one)
-	last     *prometheus.GaugeVec   // start time of the last result
-	status   *prometheus.GaugeVec   // its ErrorStatus
-	tests    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	running  prometheus.Gauge
-	reloads  prometheus.Gauge
+// The agent's families (/metrics: udpstp_agent_*; /probe:
+// udpstp_probe_*), each declared once; the figures' are made from
+// figures, one per name (capacity's two results share one).
+var (
+	agentFigureFamilies = figureFamilies("udpstp_agent_", "Last result: %s.", resultLabels)
+	probeFigureFamilies = figureFamilies("udpstp_probe_", "The test's %s.", nil)
+
+	famLastStart = &family.Family{Name: "udpstp_agent_last_test_timestamp_seconds",
+		Help: "Start of the last result (Unix time).", Type: family.Gauge, Labels: resultLabels}
+	famLastStatus = &family.Family{Name: "udpstp_agent_last_error_status",
+		Help: "OB-UDPST's ErrorStatus of the last result (0: success, 1-49: warning; a missed slot: 255).", Type: family.Gauge, Labels: resultLabels}
+	famTests = &family.Family{Name: "udpstp_agent_tests_total",
+		Help: "Results stored, by test and status (ok, warning, error, missed).", Type: family.Counter, Labels: []string{"test", "status"}}
+	famDuration = &family.Family{Name: "udpstp_agent_test_duration_seconds",
+		Help: "Duration of the tests that ran.", Type: family.Histogram, Labels: []string{"test"}}
+	famRunning  = &family.Family{Name: "udpstp_agent_test_running", Help: "1 while a test runs.", Type: family.Gauge}
+	famReloaded = &family.Family{Name: "udpstp_agent_config_last_reload_successful",
+		Help: "1 if the last configuration load succeeded.", Type: family.Gauge}
+	famWaiting = &family.Family{Name: "udpstp_agent_results_waiting",
+		Help: "Results kept in the local spool, waiting for the remote store.", Type: family.Gauge}
+	famStoreUp = &family.Family{Name: "udpstp_agent_store_up",
+		Help: "1 if the last call to the remote store succeeded.", Type: family.Gauge}
+
+	famNextRun = &family.Family{Name: "udpstp_agent_next_run_timestamp_seconds",
+		Help: "When each scheduled test runs next (Unix time).", Type: family.Gauge, Labels: []string{"test"}}
+
+	famProbeSuccess  = &family.Family{Name: "udpstp_probe_success", Help: "1 if the test completed (ErrorStatus below 50).", Type: family.Gauge}
+	famProbeStatus   = &family.Family{Name: "udpstp_probe_error_status", Help: "OB-UDPST's ErrorStatus of the test.", Type: family.Gauge}
+	famProbeDuration = &family.Family{Name: "udpstp_probe_duration_seconds", Help: "Duration of the test.", Type: family.Gauge}
+)
+
+// durationBuckets are udpstp_agent_test_duration_seconds's upper bounds.
+var durationBuckets = []float64{1, 2, 5, 10, 15, 20, 30, 45, 60, 120}
+
+// figureFamilies declares each figure's family: prefix and its name, the
+// help in helpFmt, labels and "result" for a figure that has several.
+func figureFamilies(prefix, helpFmt string, labels []string) map[string]*family.Family {
+	fams := map[string]*family.Family{}
+	for _, f := range figures {
+		if fams[f.name] != nil {
+			continue
+		}
+		l := slices.Clone(labels)
+		if f.result != "" {
+			l = append(l, "result")
+		}
+		fams[f.name] = &family.Family{Name: prefix + f.name, Help: fmt.Sprintf(helpFmt, f.help), Type: family.Gauge, Labels: l}
+	}
+	return fams
 }
 
-func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	byName := map[string]*prometheus.GaugeVec{}
+// Families are every family the agent can expose on /metrics (beside
+// the client library's go_* and process_*) and /probe.
+func Families() []*family.Family {
+	fams := []*family.Family{famLastStart, famLastStatus, famTests, famDuration, famRunning, famReloaded, famWaiting,
+		famStoreUp, famNextRun, famProbeSuccess, famProbeStatus, famProbeDuration}
 	for _, f := range figures {
-		g := byName[f.name]
-		if g == nil {
-			labels := resultLabels
-			if f.result != "" {
-				labels = append(labels[:len(labels):len(labels)], "result")
-			}
-			g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_" + f.name, Help: "Last result: " + f.help + "."}, labels)
-			byName[f.name] = g
-			m.reg.MustRegister(g)
-		}
-		m.figures = append(m.figures, g)
+		fams = append(fams, agentFigureFamilies[f.name], probeFigureFamilies[f.name])
 	}
-	m.last = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_last_test_timestamp_seconds",
-		Help: "Start of the last result (Unix time)."}, resultLabels)
-	m.status = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_agent_last_error_status",
-		Help: "OB-UDPST's ErrorStatus of the last result (0: success, 1-49: warning; a missed slot: 255)."}, resultLabels)
-	m.tests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "udpstp_agent_tests_total",
-		Help: "Results stored, by test and status (ok, warning, error, missed)."}, []string{"test", "status"})
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "udpstp_agent_test_duration_seconds",
-		Help: "Duration of the tests that ran.", Buckets: []float64{1, 2, 5, 10, 15, 20, 30, 45, 60, 120}}, []string{"test"})
-	m.running = prometheus.NewGauge(prometheus.GaugeOpts{Name: "udpstp_agent_test_running", Help: "1 while a test runs."})
-	m.reloads = prometheus.NewGauge(prometheus.GaugeOpts{Name: "udpstp_agent_config_last_reload_successful",
-		Help: "1 if the last configuration load succeeded."})
+	return fams
+}
+
+// metrics are the agent's own registry (/metrics): what the agent keeps
+// of its results, made into samples at each scrape (metrics.Collector).
+type metrics struct {
+	reg     *prometheus.Registry
+	running level // 1 while a test runs
+	reloads level // 1 if the last configuration load succeeded
+
+	mu        sync.Mutex
+	last      map[resultKey]*lastResult
+	tests     map[[2]string]uint64 // by test and status
+	durations map[string]*family.HistogramValue
+	spool     spooler              // nil without one
+	next      map[string]time.Time // each scheduled test's next slot
+}
+
+// resultKey is a result's test, server and direction: its series.
+type resultKey struct{ test, server, direction string }
+
+// lastResult is the last result of a test, server and direction, and
+// the figures of the last of them that ran (a missed slot keeps them).
+type lastResult struct {
+	start       time.Time
+	errorStatus int
+	figures     []*float64 // in the order of figures, in the store's units; nil: not measured
+}
+
+// level is a gauge's value, set and read without a lock.
+type level struct{ bits atomic.Uint64 }
+
+// Set sets the value.
+func (l *level) Set(v float64) { l.bits.Store(math.Float64bits(v)) }
+
+func (l *level) get() float64 { return math.Float64frombits(l.bits.Load()) }
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry(), last: map[resultKey]*lastResult{}, tests: map[[2]string]uint64{},
+		durations: map[string]*family.HistogramValue{}}
 	m.reloads.Set(1)
-	m.reg.MustRegister(m.last, m.status, m.tests, m.duration, m.running, m.reloads,
+	m.reg.MustRegister(udpmetrics.NewCollector(m.collect),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// collect reports the agent's samples (a metrics.Source).
+func (m *metrics) collect(emit func(family.Sample)) {
+	emit(family.Sample{Family: famRunning, Value: m.running.get()})
+	emit(family.Sample{Family: famReloaded, Value: m.reloads.get()})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.last {
+		lv := []string{k.test, k.server, k.direction}
+		emit(family.Sample{Family: famLastStart, Values: lv, Value: float64(r.start.UnixMilli()) / 1e3})
+		emit(family.Sample{Family: famLastStatus, Values: lv, Value: float64(r.errorStatus)})
+		for i, f := range figures {
+			if v := r.figures[i]; v != nil {
+				flv := lv
+				if f.result != "" {
+					flv = append(lv[:len(lv):len(lv)], f.result)
+				}
+				emit(family.Sample{Family: agentFigureFamilies[f.name], Values: flv, Value: *v * f.scale})
+			}
+		}
+	}
+	for k, n := range m.tests {
+		emit(family.Sample{Family: famTests, Values: k[:], Value: float64(n)})
+	}
+	for test, h := range m.durations {
+		c := *h
+		c.Buckets = maps.Clone(h.Buckets)
+		emit(family.Sample{Family: famDuration, Values: []string{test}, Hist: &c})
+	}
+	for test, at := range m.next {
+		emit(family.Sample{Family: famNextRun, Values: []string{test}, Value: float64(at.UnixMilli()) / 1e3})
+	}
+	if sp := m.spool; sp != nil {
+		emit(family.Sample{Family: famWaiting, Value: float64(sp.Pending())})
+		emit(family.Sample{Family: famStoreUp, Value: b2f(sp.RemoteUp())})
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // spooler is a store that keeps results while its remote is down
@@ -96,21 +214,20 @@ type spooler interface {
 	RemoteUp() bool
 }
 
+// setNext sets the next slots of the scheduled tests (all of them: a
+// test no longer configured leaves the gauge).
+func (m *metrics) setNext(next map[string]time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next = next
+}
+
 // watchSpool registers the gauges of a spool: how many results wait for
 // the remote, and whether it answered last.
 func (m *metrics) watchSpool(sp spooler) {
-	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "udpstp_agent_results_waiting",
-			Help: "Results kept in the local spool, waiting for the remote store."},
-			func() float64 { return float64(sp.Pending()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "udpstp_agent_store_up",
-			Help: "1 if the last call to the remote store succeeded."},
-			func() float64 {
-				if sp.RemoteUp() {
-					return 1
-				}
-				return 0
-			}))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spool = sp
 }
 
 // restore sets the gauges of r, a result stored before the agent started,
@@ -120,68 +237,99 @@ func (m *metrics) restore(r *store.Result) { m.set(r) }
 // observe records a stored result. A missed slot counts, but leaves the
 // figures of the last test that ran.
 func (m *metrics) observe(r *store.Result) {
-	m.tests.WithLabelValues(r.Test, string(r.Status)).Inc()
-	if r.Status != store.StatusMissed {
-		m.duration.WithLabelValues(r.Test).Observe(r.End.Sub(r.Start).Seconds())
+	if !labelsOK(r) {
+		return
 	}
-	m.set(r)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tests[[2]string{r.Test, string(r.Status)}]++
+	if r.Status != store.StatusMissed {
+		h := m.durations[r.Test]
+		if h == nil {
+			h = &family.HistogramValue{Buckets: map[float64]uint64{}}
+			for _, b := range durationBuckets {
+				h.Buckets[b] = 0
+			}
+			m.durations[r.Test] = h
+		}
+		d := r.End.Sub(r.Start).Seconds()
+		h.Count++
+		h.Sum += d
+		for _, b := range durationBuckets {
+			if d <= b {
+				h.Buckets[b]++
+			}
+		}
+	}
+	m.setLocked(r)
 }
 
-// set sets the gauges of r, the last result of its test, server and
-// direction.
+// set keeps r as the last result of its test, server and direction.
 func (m *metrics) set(r *store.Result) {
-	lv := []string{r.Test, r.Server, r.Direction}
-	m.last.WithLabelValues(lv...).Set(float64(r.Start.UnixMilli()) / 1e3)
-	m.status.WithLabelValues(lv...).Set(float64(r.ErrorStatus))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setLocked(r)
+}
+
+func (m *metrics) setLocked(r *store.Result) {
+	if !labelsOK(r) {
+		return
+	}
+	k := resultKey{r.Test, r.Server, r.Direction}
+	last := m.last[k]
+	if last == nil {
+		last = &lastResult{figures: make([]*float64, len(figures))}
+		m.last[k] = last
+	}
+	last.start, last.errorStatus = r.Start, r.ErrorStatus
 	if r.Status == store.StatusMissed {
 		return
 	}
 	for i, f := range figures {
-		flv := lv
-		if f.result != "" {
-			flv = append(lv[:len(lv):len(lv)], f.result)
-		}
+		last.figures[i] = nil // not measured this time: no stale figure
 		if v := f.get(r); v != nil {
-			m.figures[i].WithLabelValues(flv...).Set(*v * f.scale)
-		} else {
-			// Not measured this time: no stale figure.
-			m.figures[i].DeleteLabelValues(flv...)
+			x := *v
+			last.figures[i] = &x
 		}
 	}
+}
+
+// maxLabelLen bounds a label value: test names are checked (check.go),
+// servers come from the file or [probe] targets (MaxTargetLen), so a
+// longer or non-UTF-8 one (a row of an older agent's store) is not a
+// label; the client library would panic on invalid UTF-8.
+const maxLabelLen = MaxTargetLen + 8
+
+// labelsOK says whether r's test, server and direction may be labels.
+func labelsOK(r *store.Result) bool {
+	for _, v := range []string{r.Test, r.Server, r.Direction} {
+		if len(v) > maxLabelLen || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // probeRegistry is /probe's answer for one result.
 func probeRegistry(r *store.Result) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	vecs := map[string]*prometheus.GaugeVec{}
-	gauge := func(name, help, result string, v float64) {
-		g := vecs[name]
-		if g == nil {
-			var labels []string
-			if result != "" {
-				labels = []string{"result"}
+	reg.MustRegister(udpmetrics.NewCollector(func(emit func(family.Sample)) {
+		ok := 0.0
+		if r.Status == store.StatusOK || r.Status == store.StatusWarning {
+			ok = 1
+		}
+		emit(family.Sample{Family: famProbeSuccess, Value: ok})
+		emit(family.Sample{Family: famProbeStatus, Value: float64(r.ErrorStatus)})
+		emit(family.Sample{Family: famProbeDuration, Value: r.End.Sub(r.Start).Seconds()})
+		for _, f := range figures {
+			if v := f.get(r); v != nil {
+				var lv []string
+				if f.result != "" {
+					lv = []string{f.result}
+				}
+				emit(family.Sample{Family: probeFigureFamilies[f.name], Values: lv, Value: *v * f.scale})
 			}
-			g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "udpstp_probe_" + name, Help: help}, labels)
-			vecs[name] = g
-			reg.MustRegister(g)
 		}
-		if result != "" {
-			g.WithLabelValues(result).Set(v)
-		} else {
-			g.WithLabelValues().Set(v)
-		}
-	}
-	ok := 0.0
-	if r.Status == store.StatusOK || r.Status == store.StatusWarning {
-		ok = 1
-	}
-	gauge("success", "1 if the test completed (ErrorStatus below 50).", "", ok)
-	gauge("error_status", "OB-UDPST's ErrorStatus of the test.", "", float64(r.ErrorStatus))
-	gauge("duration_seconds", "Duration of the test.", "", r.End.Sub(r.Start).Seconds())
-	for _, f := range figures {
-		if v := f.get(r); v != nil {
-			gauge(f.name, "The test's "+f.help+".", f.result, *v*f.scale)
-		}
-	}
+	}))
 	return reg
 }

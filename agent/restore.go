@@ -36,7 +36,8 @@ func (a *Agent) Restore(ctx context.Context) error {
 		first := c.Next(rows[0].Start, nil)
 		var last time.Time
 		n := 0
-		for s := first; now.Sub(s) > cfg.Tolerance && n < 100000; s = c.Next(s, nil) {
+		s := first
+		for ; now.Sub(s) > cfg.Tolerance && n < 100000; s = c.Next(s, nil) {
 			last = s
 			n++
 		}
@@ -45,6 +46,14 @@ func (a *Agent) Restore(ctx context.Context) error {
 			// counts from there.
 			a.missed(ctx, t, last, fmt.Sprintf("missed: %d slot(s) from %s to %s passed while the agent was not running",
 				n, first.Format(time.RFC3339), last.Format(time.RFC3339)))
+		}
+		if !s.After(now) {
+			// A slot passed within the tolerance (the agent restarted
+			// just after it): Run keeps it, late, rather than drawing the
+			// next one from now and dropping it silently.
+			a.resumeMu.Lock()
+			a.resume[t.Name] = s
+			a.resumeMu.Unlock()
 		}
 	}
 	return nil

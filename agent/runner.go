@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/report"
@@ -23,7 +21,9 @@ func (a *Agent) runTest(ctx context.Context, t *Test) []*store.Result {
 	var out []*store.Result
 	switch t.Direction {
 	case DirBoth:
-		out = append(out, a.runOne(ctx, t, t.Client, false, t.Plan), a.runOne(ctx, t, t.Client, true, t.Plan))
+		down := a.runOne(ctx, t, t.Client, false, t.Plan)
+		a.inFlightStored(down.Direction)
+		out = append(out, down, a.runOne(ctx, t, t.Client, true, t.Plan))
 	default:
 		out = append(out, a.runOne(ctx, t, t.Client, t.Direction == DirUp, t.Plan))
 	}
@@ -32,12 +32,21 @@ func (a *Agent) runTest(ctx context.Context, t *Test) []*store.Result {
 
 // runOne runs one test of t's client configuration base, trying t's
 // servers in order until one takes the test, and stores its result: the
-// test's, or a missed one saying why every server failed.
+// test's, or an error saying why every server failed. A server down or
+// refusing is an error, not a missed slot: the agent did run the slot
+// (docs/agent.md, "Missed and failed"), and an alert on errors must see it.
 func (a *Agent) runOne(ctx context.Context, t *Test, base *control.ClientConfig, up bool, plan client.Plan) *store.Result {
+	if t.Select == client.SelectRTT && len(t.Servers) > 1 {
+		// The client measures the list's servers and fails over among
+		// them itself (client/rttselect.go); its error lists each one.
+		r, _ := a.attempt(ctx, t, t.Servers, base, up, plan)
+		a.store(ctx, r)
+		return r
+	}
 	var failures []string
 	var last *store.Result
 	for _, srv := range t.Servers {
-		r, connected := a.attempt(ctx, t.Name, srv, base, up, plan)
+		r, connected := a.attempt(ctx, t, []control.ServerAddr{srv}, base, up, plan)
 		if connected || r.ErrorStatus == 0 || ctx.Err() != nil {
 			if len(failures) > 0 {
 				r.Warning = joinWarnings("failover: "+strings.Join(failures, "; "), r.Warning)
@@ -50,19 +59,24 @@ func (a *Agent) runOne(ctx context.Context, t *Test, base *control.ClientConfig,
 		failures = append(failures, fmt.Sprintf("%s: %s", r.Server, r.Warning))
 		last = r
 	}
-	last.ID = uuid.NewString()
-	last.Status = store.StatusMissed
+	last.ID = newResultID()
+	last.Status = store.StatusError
+	if last.ErrorStatus < 50 { // StatusOf's error, whatever the last attempt's was
+		last.ErrorStatus = report.StatusGeneral
+	}
 	last.Server = hostPort(t.Servers[0])
 	last.Warning = "every server failed: " + strings.Join(failures, "; ")
 	a.store(ctx, last)
 	return last
 }
 
-// attempt runs one test against srv and returns its result (not stored)
-// and whether any Test Connection was set up.
-func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr, base *control.ClientConfig, up bool, plan client.Plan) (*store.Result, bool) {
+// attempt runs one test of t against srvs, one server or, with
+// t.Select's SelectRTT, the list the client chooses from, and returns its
+// result (not stored) and whether any Test Connection was set up.
+func (a *Agent) attempt(ctx context.Context, t *Test, srvs []control.ServerAddr, base *control.ClientConfig, up bool, plan client.Plan) (*store.Result, bool) {
+	name, srv := t.Name, srvs[0]
 	cc := *base
-	cc.Servers = []control.ServerAddr{srv}
+	cc.Servers = srvs
 	cc.Upstream = up && !plan.Bidirectional
 	cc.Format = "json"
 	cc.OutputFile, cc.TextFile = "", ""
@@ -73,6 +87,12 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 	stream := client.NewStream(&a.events, plan)
 	observe := func(ev client.Event) {
 		switch ev.Kind {
+		case client.EventSelected:
+			a.logSelection(name, ev.Selection)
+		case client.EventStart:
+			if h := ev.Info.Hosts; len(srvs) > 1 && len(h) > 0 {
+				srv = control.ServerAddr{Host: h[0].Name, Port: h[0].ControlPort} // the list's server chosen
+			}
 		case client.EventConnected:
 			connected = true
 		case client.EventError:
@@ -84,10 +104,11 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 		}
 		stream.Observe(ev)
 	}
+	cross := a.crossBefore(ctx, srv) // crosstraffic.go
 	network, closeNet := a.o.Network()
 	start := a.now()
 	status := a.runClient(ctx, &cc, client.Options{Network: network, Out: &doc, Stderr: &stderr, Observe: observe,
-		Version: a.o.Version, Plan: plan})
+		Version: a.o.Version, Plan: plan, Select: t.Select, FailoverList: len(srvs) > 1})
 	closeNet()
 	end := a.now()
 	if stderr.Len() > 0 {
@@ -107,26 +128,61 @@ func (a *Agent) attempt(ctx context.Context, name string, srv control.ServerAddr
 	}
 	r.Origin, r.Test, r.Agent, r.Server = store.OriginClient, name, a.o.Identity, hostPort(srv)
 	r.Direction, r.ErrorStatus, r.Status = direction(up, plan), status, store.StatusOf(status)
-	r.ID = uuid.NewString()
+	r.ID = newResultID()
 	if r.Warning == "" {
 		r.Warning = joinWarnings(lastErr, lastWarn)
 	}
+	a.crossAfter(ctx, cross, r)
 	return r, connected
 }
 
+// logSelection logs a test's choice of server by round trip: each
+// candidate's Setup round trip in µs ("-" for no answer) and the one
+// chosen.
+func (a *Agent) logSelection(name string, s *report.Selection) {
+	var rtts []string
+	chosen := "none"
+	for _, c := range s.Candidates {
+		fig := "-"
+		if c.Answered {
+			fig = strconv.FormatInt(c.RTT.Microseconds(), 10)
+		}
+		at := net.JoinHostPort(c.Addr, strconv.Itoa(c.ControlPort))
+		rtts = append(rtts, at+"="+fig)
+		if c.Chosen {
+			chosen = at
+		}
+	}
+	a.o.Log.Info("server selection", "test", name, "select", s.Mode, "chosen", chosen, "setup_rtt_us", strings.Join(rtts, " "))
+}
+
 // store writes r, prunes by the retention in force and updates the
-// metrics. A result that cannot be stored is logged with its ID.
+// metrics. A result the store refuses is kept and retried (retry.go), the
+// agent's /healthz red meanwhile.
 func (a *Agent) store(ctx context.Context, r *store.Result) {
 	a.m.observe(r)
+	if err := a.put(ctx, r); err != nil {
+		a.keep(r, err)
+		return
+	}
+	a.logStored(r)
+}
+
+// logStored logs a result the store took; a kept one's retry logs it once
+// it is off the kept list, so that /healthz agrees with the line.
+func (a *Agent) logStored(r *store.Result) {
+	a.o.Log.Info("result stored", "id", r.ID, "test", r.Test, "server", r.Server, "direction", r.Direction, "status", r.Status, "warning", r.Warning)
+}
+
+// put writes r and prunes: the write of a first try and of each retry.
+func (a *Agent) put(ctx context.Context, r *store.Result) error {
 	// A test cut short by the agent's stop is still written: its
 	// context must not cancel the write.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := a.o.Store.Put(wctx, r); err != nil {
-		a.o.Log.Error("result not stored", "id", r.ID, "test", r.Test, "err", err)
-		return
+		return err
 	}
-	a.o.Log.Info("result stored", "id", r.ID, "test", r.Test, "server", r.Server, "direction", r.Direction, "status", r.Status, "warning", r.Warning)
 	if ret := a.cfg.Load().Retention; ret != (store.Retention{}) {
 		if n, err := a.o.Store.Prune(wctx, ret); err != nil {
 			a.o.Log.Error("retention", "err", err)
@@ -134,6 +190,7 @@ func (a *Agent) store(ctx context.Context, r *store.Result) {
 			a.o.Log.Info("retention", "deleted", n)
 		}
 	}
+	return nil
 }
 
 // missed stores a missed slot of t: one result per direction, none run.
@@ -144,7 +201,7 @@ func (a *Agent) missed(ctx context.Context, t *Test, slot time.Time, why string)
 	}
 	for _, up := range dirs {
 		now := a.now()
-		a.store(ctx, &store.Result{ID: uuid.NewString(), Origin: store.OriginClient, Test: t.Name, Agent: a.o.Identity,
+		a.store(ctx, &store.Result{ID: newResultID(), Origin: store.OriginClient, Test: t.Name, Agent: a.o.Identity,
 			Server: hostPort(t.Servers[0]), Start: slot, End: now, Direction: direction(up, t.Plan),
 			Status: store.StatusMissed, ErrorStatus: report.StatusGeneral, Warning: why})
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 	"github.com/udpstp/udpstp/store"
 )
 
@@ -97,7 +97,9 @@ direction = "both"
 // another is refused (run now: ErrBusy; /probe: 429) and never overlaps.
 func TestSingleFlight(t *testing.T) {
 	fc := &fakeClient{release: make(chan struct{})}
-	a, st := newTestAgent(t, mustParse(t, twoTests), fc, nil)
+	cfg := mustParse(t, twoTests)
+	cfg.ProbeTargets = []string{"s2"}
+	a, st := newTestAgent(t, cfg, fc, nil)
 	if err := a.RunNow("a"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestSingleFlight(t *testing.T) {
 	}
 	srv := httptest.NewServer(a.Handler(nil))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/probe?target=s2&duration=2")
+	resp, err := http.Get(srv.URL + "/probe?target=s2&duration=5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,8 @@ func TestMissedSlotAsleep(t *testing.T) {
 }
 
 // Failover: a server that does not answer or refuses passes the test to
-// the next; when every one fails, the slot is missed, saying why.
+// the next; when every one fails, the slot ran: an error (not missed,
+// which is a slot the agent did not run), saying why.
 func TestFailover(t *testing.T) {
 	cfg := mustParse(t, `
 [[test]]
@@ -196,7 +199,7 @@ direction = "down"
 		!strings.Contains(ok.Warning, "busy.example:24601") || len(ok.Doc) == 0 {
 		t.Errorf("after failover: %+v", ok)
 	}
-	if missed.Status != store.StatusMissed || !strings.Contains(missed.Warning, "every server failed") ||
+	if missed.Status != store.StatusError || missed.ErrorStatus < 50 || !strings.Contains(missed.Warning, "every server failed") ||
 		!strings.Contains(missed.Warning, "Timeout") || !strings.Contains(missed.Warning, "capacity exceeded") {
 		t.Errorf("every server failed: %+v", missed)
 	}
@@ -212,6 +215,7 @@ func TestProbeLimits(t *testing.T) {
 	fc := &fakeClient{}
 	cfg := Default()
 	cfg.ProbeInterval = time.Hour
+	cfg.ProbeTargets = []string{"s", "s:x", "s2:25000", "s2"}
 	a, st := newTestAgent(t, cfg, fc, nil)
 	srv := httptest.NewServer(a.Handler(nil))
 	defer srv.Close()
@@ -227,6 +231,12 @@ func TestProbeLimits(t *testing.T) {
 	for _, q := range []string{"", "target=s&direction=sideways", "target=s&duration=0", "target=s&duration=11", "target=s&duration=x", "target=s:x"} {
 		if resp, body := get(q); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%q: %d %s", q, resp.StatusCode, body)
+		}
+	}
+	// One message for every bad duration: below the client's 5 s too.
+	for _, d := range []string{"0", "3", "11", "x"} {
+		if resp, body := get("target=s&duration=" + d); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "want 5 to 10 seconds") {
+			t.Errorf("duration=%s: %d %s", d, resp.StatusCode, body)
 		}
 	}
 	resp, body := get("target=s2:25000&direction=up&duration=7")
@@ -262,7 +272,7 @@ func TestRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		a.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		a.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:8080/metrics", nil))
 		want := `udpstp_agent_capacity_bytes_per_second{direction="down",result="max",server="s1:24601",test="hourly"} 1.16875e+07`
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("round %d: /metrics has no %s", round, want)

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	cron "github.com/netresearch/go-cron"
 )
 
 // Schedule says when a test runs next.
@@ -39,15 +39,25 @@ func (e Every) Spacing(rng *rand.Rand) time.Duration {
 
 func (e Every) String() string { return fmt.Sprintf("every %s (memoryless)", e.Mean) }
 
-// Cron is a cron expression's slots, in the agent's local time zone.
+// Cron is a cron expression's slots, in the agent's local time zone or
+// the one its CRON_TZ= (or TZ=) prefix names.
 type Cron struct {
 	Spec  string
 	sched cron.Schedule
 }
 
 // cronParser reads the standard five fields (minute hour day month
-// weekday) and the descriptors (@daily, @every 6h).
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// weekday) and the descriptors (@daily, @every 6h), with an optional
+// CRON_TZ= or TZ= prefix (docs/agent.md). It is netresearch/go-cron, the
+// maintained fork of robfig/cron v3 (same syntax and API): robfig/cron
+// has had no release since 2020 and panics on a spec that is only a time
+// zone, where this fork returns an error. It keeps a slot that a
+// spring-forward change of the clock skips, at the first minute after
+// the gap, as ISC cron does, where robfig/cron dropped that day's slot.
+// DowOrDom keeps robfig/cron's (and Vixie cron's) rule for a spec that
+// restricts both day fields: a day matching either runs (the fork's
+// default would want both).
+var cronParser = cron.MustNewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.DowOrDom | cron.Descriptor)
 
 // ParseCron checks a cron expression.
 func ParseCron(spec string) (*Cron, error) {
@@ -55,7 +65,22 @@ func ParseCron(spec string) (*Cron, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cron %q: %w", spec, err)
 	}
+	// A spec with no slot (30 February; the fork's @manual, @triggered
+	// and @none) gives a zero time: the loop would take it for a slot
+	// long passed, store it as missed and draw the same again, forever.
+	if s.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("cron %q: no slot ever comes", spec)
+	}
 	return &Cron{Spec: spec, sched: s}, nil
+}
+
+// constantDelay is the spacing of an @every expression, which has no
+// fixed slots; ok is false for any other.
+func (c *Cron) constantDelay() (d time.Duration, ok bool) {
+	if cd, ok := c.sched.(cron.ConstantDelaySchedule); ok {
+		return cd.Delay, true
+	}
+	return 0, false
 }
 
 // Next is the expression's first slot after t.

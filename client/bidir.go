@@ -37,6 +37,9 @@ func runBidir(ctx context.Context, cfg *control.ClientConfig, o Options, format 
 	var cols [2]*report.Collector
 	var outs [2]*labelled
 	var wg sync.WaitGroup
+	if o.failover != nil {
+		o.pick = newChoice() // one search for both halves: the same server
+	}
 	for i, up := range [2]bool{true, false} {
 		hc := *cfg
 		hc.Upstream, hc.OutputFile = up, ""

@@ -13,7 +13,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // testPlan runs cfg with plan over a client network on w whose Data Phases
@@ -230,8 +230,9 @@ func TestRunBidirectionalText(t *testing.T) {
 			t.Errorf("unlabelled line %q", l)
 		}
 	}
-	// Header (2), 5 Sub-Intervals, Sum x2, Minimum, Max x2 each.
-	if ups != 12 || downs != 12 || latency != 3 {
+	// Header (2), 5 Sub-Intervals, Sum x2, Minimum, Max x2 each; the
+	// latency lines: what was measured, one per direction, the RPM.
+	if ups != 12 || downs != 12 || latency != 4 {
 		t.Errorf("%d upstream, %d downstream, %d latency lines:\n%s", ups, downs, latency, o.out)
 	}
 	for _, want := range []string{

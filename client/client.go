@@ -22,6 +22,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/discover"
 	"github.com/udpstp/udpstp/internal/atomicfile"
 	"github.com/udpstp/udpstp/report"
 )
@@ -29,7 +30,7 @@ import (
 // Options are what a run needs beyond its control.ClientConfig.
 type Options struct {
 	// Network opens the sockets and runs the Data Phases: the engine, in
-	// tests internal/memnet.
+	// tests internal/testkit/memnet.
 	Network control.Network
 	// Out receives the report, OB-UDPST's text lines or its JSON document;
 	// nil: os.Stdout.
@@ -53,9 +54,27 @@ type Options struct {
 	// Plan is which tests the run makes (plan.go); zero: one.
 	Plan Plan
 
+	// Resolver answers a `srv:NAME` server's lookups, and a
+	// FailoverList's; nil: net.DefaultResolver (the system's).
+	Resolver discover.Resolver
+	// Select is how a failover search orders its candidates (a
+	// `srv:NAME`'s, a FailoverList's): "" or SelectOrder as found,
+	// SelectRTT by their Setup round trips within each priority
+	// (rttselect.go).
+	Select Select
+	// FailoverList makes cfg's servers, when there are several, the
+	// candidates of one failover search, one at a time in their order as
+	// a `srv:NAME`'s are, instead of -C's round robin over all of them at
+	// once: the agent's servers of a test (docs/agent.md). None of them
+	// may then be a `srv:NAME`.
+	FailoverList bool
+
 	// failover is the candidates of a `srv:NAME` server, looked up once
 	// by Run (failover.go).
 	failover *failover
+	// pick, with failover, is a search's outcome shared by the runs of
+	// one bidirectional test (bidir.go); nil: each run has its own.
+	pick *choice
 }
 
 // DefaultEndGrace is how long a run waits for its Test Connections to end
@@ -84,7 +103,7 @@ func Run(ctx context.Context, cfg *control.ClientConfig, o Options) int {
 	if format == report.FormatText {
 		report.Banner(o.Out, "udpstp", o.Version, bannerMode(cfg, o))
 	}
-	o.failover = lookupFailover(ctx, cfg)
+	o.failover = lookupFailover(ctx, cfg, o)
 	if o.Plan != (Plan{}) {
 		return runPlan(ctx, cfg, o, format)
 	}

@@ -46,6 +46,10 @@ const (
 	// EventRunEnd: one test of --repeat is over (Run says which, Status
 	// is its ErrorStatus); the next one's events, or EventEnd, follow.
 	EventRunEnd
+	// EventSelected: a failover search with SelectRTT is over (Conn -1):
+	// Selection holds each candidate's Setup round trip and the one
+	// chosen, if any. It comes before EventStart.
+	EventSelected
 )
 
 // Event is something that happened in a run, for Options.Observe.
@@ -78,6 +82,8 @@ type Event struct {
 	// (EventAggregate).
 	Interval *report.Interval
 	Trial    dataphase.TrialInfo // EventTrial
+	// Selection is EventSelected's measurement; read only.
+	Selection *report.Selection
 	// Document is the result as the JSON format of the run (compact JSON
 	// with text output) renders it, with its final newline (EventEnd).
 	Document []byte

@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/udpstp/udpstp/control"
@@ -30,31 +33,75 @@ import (
 // three timers would make it. Refusals and ICMP errors come back at once.
 const FailoverBudget = 3 * control.SetupTimeout
 
+// MaxCandidates bounds how many candidates one test tries: refusals and
+// ICMP errors come back at once, so FailoverBudget alone would let a
+// `srv:NAME` with hundreds of records that all refuse (a hostile or broken
+// zone) send a Setup Request to each of them. Eight covers any real
+// fleet's failover order (docs/fleet.md); the rest are listed as not
+// tried.
+const MaxCandidates = 8
+
 // failover is a run's candidate servers, looked up once per Run.
 type failover struct {
-	from  string // the argument, "srv:NAME"
+	from  string // the argument, "srv:NAME", or the list's servers
 	cands []discover.Candidate
 	err   string // the lookup's failure, reported before any Setup
+	// unresolved are a list's servers without an address, each a line
+	// as the candidates that failed are.
+	unresolved []string
 }
 
 // lookupFailover looks up the candidates of cfg's one server when it is
-// a `srv:NAME`; nil otherwise. A lookup that fails is kept as the run's
-// error (failover.err).
-func lookupFailover(ctx context.Context, cfg *control.ClientConfig) *failover {
-	if len(cfg.Servers) != 1 || !discover.Is(cfg.Servers[0].Host) {
+// a `srv:NAME`, or of its several servers with o.FailoverList; nil
+// otherwise. A lookup that fails is kept as the run's error
+// (failover.err).
+func lookupFailover(ctx context.Context, cfg *control.ClientConfig, o Options) *failover {
+	list := o.FailoverList && len(cfg.Servers) > 1
+	if !list && (len(cfg.Servers) != 1 || !discover.Is(cfg.Servers[0].Host)) {
 		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, control.SetupTimeout)
+	defer cancel()
+	res := o.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	if list {
+		return lookupList(lctx, cfg, res)
 	}
 	s := cfg.Servers[0]
 	f := &failover{from: s.Host}
-	lctx, cancel := context.WithTimeout(ctx, control.SetupTimeout)
-	defer cancel()
-	cands, err := discover.Lookup(lctx, net.DefaultResolver, s.Host, s.Port, lookupNetwork(cfg.Family),
+	cands, err := discover.Lookup(lctx, res, s.Host, s.Port, lookupNetwork(cfg.Family),
 		rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 	if err != nil {
 		f.err = "ERROR: " + err.Error()
 		return f
 	}
 	f.cands = cands
+	return f
+}
+
+// lookupList is the failover of a list of servers (Options.FailoverList).
+func lookupList(ctx context.Context, cfg *control.ClientConfig, res discover.Resolver) *failover {
+	servers := make([]discover.Server, len(cfg.Servers))
+	names := make([]string, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		servers[i] = discover.Server{Host: s.Host, Port: s.Port}
+		names[i] = net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	}
+	f := &failover{from: strings.Join(names, ", ")}
+	for _, s := range cfg.Servers {
+		if discover.Is(s.Host) {
+			f.err = fmt.Sprintf("ERROR: %s in a list of servers to fail over between: give it alone", s.Host)
+			return f
+		}
+	}
+	cands, failed, err := discover.LookupList(ctx, res, servers, lookupNetwork(cfg.Family))
+	if err != nil {
+		f.err = "ERROR: " + err.Error()
+		return f
+	}
+	f.cands, f.unresolved = cands, failed
 	return f
 }
 
@@ -88,23 +135,56 @@ func movesOn(err error) bool {
 }
 
 // choice is the outcome of the search, for the run's other Test
-// Connections: closed done, then cand is set if a server accepted.
+// Connections: closed done, then cand is set if a server accepted. A
+// bidirectional test's halves share one (bidir.go), so that both test the
+// same server: the first half's first Test Connection to claim it
+// searches, everything else waits for its outcome.
 type choice struct {
-	done chan struct{}
-	cand *discover.Candidate
+	done    chan struct{}
+	cand    *discover.Candidate
+	claimed atomic.Bool
 }
 
+func newChoice() *choice { return &choice{done: make(chan struct{})} }
+
 // choose runs the search for Test Connection index: each candidate in
-// turn, within FailoverBudget. It returns the activated connection and
-// its candidate, and tried: a line per candidate that failed. On failure
-// the error is the last candidate's, its message listing every one tried.
-func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*control.ClientConn, *discover.Candidate, []string, error) {
+// turn, at most MaxCandidates of them, within FailoverBudget; with
+// SelectRTT, in the order their Setup round trips give (rttselect.go),
+// measured before the budget starts. It returns the activated connection
+// and its candidate, tried: a line per candidate that failed, and, with
+// SelectRTT, the measurement. On failure the error is the last
+// candidate's, its message listing every one tried.
+func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*control.ClientConn, *discover.Candidate, []string, *report.Selection, error) {
+	f := r.o.failover
+	cands := f.cands[:min(len(f.cands), MaxCandidates)]
+	probes := make([]probe, len(cands))
+	for i := range cands {
+		probes[i].cand = &cands[i]
+	}
+	byRTT := r.o.Select == SelectRTT
+	if byRTT {
+		probes = r.measure(ctx, index, alert, cands)
+		defer release(probes)
+	}
+	cc, c, tried, err := r.search(ctx, index, alert, probes)
+	var s *report.Selection
+	if byRTT {
+		s = selection(probes, c)
+	}
+	return cc, c, tried, s, err
+}
+
+// search tries the candidates in the order of probes, activating a
+// measured Setup where one is pending and fresh enough, else with a Setup
+// of its own, as choose says.
+func (r *run) search(ctx context.Context, index int, alert control.Alert, probes []probe) (*control.ClientConn, *discover.Candidate, []string, error) {
 	f := r.o.failover
 	end := time.Now().Add(FailoverBudget)
-	var tried []string
+	tried := slices.Clone(f.unresolved) // a list's servers without an address
 	var last error
-	for i := range f.cands {
-		c := &f.cands[i]
+	n := 0 // candidates tried
+	for i := range probes {
+		c := probes[i].cand
 		now := time.Now()
 		if !now.Before(end) || ctx.Err() != nil {
 			break
@@ -114,12 +194,20 @@ func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*cont
 			deadline = end
 		}
 		actx, cancel := context.WithDeadline(ctx, deadline)
-		cc, err := control.Activate(actx, r.o.Network, r.cfg, candidateServer(*c), index, r.mcIdent, alert)
+		var cc *control.ClientConn
+		var err error
+		if p := probes[i].pend; p != nil && time.Until(p.Deadline) >= activationLeft {
+			probes[i].pend = nil // activated or closed: no longer release's
+			cc, err = p.Activate(actx)
+		} else {
+			cc, err = control.Activate(actx, r.o.Network, r.cfg, candidateServer(*c), index, r.mcIdent, alert)
+		}
 		cancel()
 		if err == nil {
 			return cc, c, tried, nil
 		}
 		last = err
+		n++
 		tried = append(tried, c.String()+": "+err.Error())
 		if ctx.Err() != nil || !movesOn(err) {
 			break
@@ -132,8 +220,12 @@ func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*cont
 		}
 		return nil, nil, tried, last
 	}
-	if left := len(f.cands) - len(tried); left > 0 && (last == nil || movesOn(last)) {
-		tried = append(tried, fmt.Sprintf("%d more not tried: the %v search budget is spent", left, FailoverBudget))
+	if left := len(f.cands) - n; left > 0 && (last == nil || movesOn(last)) {
+		why := fmt.Sprintf("the %v search budget is spent", FailoverBudget)
+		if n >= MaxCandidates {
+			why = fmt.Sprintf("at most %d are tried", MaxCandidates)
+		}
+		tried = append(tried, fmt.Sprintf("%d more not tried: %s", left, why))
 	}
 	st := report.StatusInit
 	if last != nil {
@@ -141,6 +233,17 @@ func (r *run) choose(ctx context.Context, index int, alert control.Alert) (*cont
 	}
 	return nil, nil, tried, &control.SetupError{Status: st,
 		Msg: fmt.Sprintf("ERROR: No server of %s accepted the test; tried %s", f.from, strings.Join(tried, "; "))}
+}
+
+// selected records a failover search's measurement, if any: the
+// report's extension, and the observer's EventSelected.
+func (r *run) selected(s *report.Selection) {
+	if s == nil {
+		return
+	}
+	r.sel = s
+	r.col.Select(s)
+	r.emit(Event{Kind: EventSelected, Conn: -1, Selection: s})
 }
 
 // chosenLine is the text report's line naming the server a failover
@@ -160,6 +263,9 @@ func (r *run) useChosen(c *discover.Candidate, tried []string) {
 	r.hosts = []report.Host{{Name: c.Name, Addr: c.Addr.String(), ControlPort: c.Port}}
 	if r.text {
 		fmt.Fprintln(r.o.Out, chosenLine(r.o.failover.from, c, tried))
+		if r.sel != nil {
+			fmt.Fprintln(r.o.Out, selectionLine(r.sel))
+		}
 	}
 	for _, t := range tried {
 		r.emit(Event{Kind: EventWarning, Conn: 0, Code: -1, Text: "server skipped: " + t})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // TestRunFailsBeforeTheTest: a result file, an export file or an interface

@@ -128,3 +128,27 @@ func (f *ifaceRates) close() {
 		}
 	}
 }
+
+// InterfaceBytes reads intf's byte counters as -E reads them (the same
+// files, the same checks of the name): bytes received and sent since the
+// interface came up. The agent's cross-traffic figure is their change
+// around a test (docs/agent.md, "Cross-traffic").
+func InterfaceBytes(intf string) (rx, tx uint64, err error) {
+	f, err := openIface(intf, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.close()
+	var vals [2]uint64
+	var buf [32]byte
+	for i, file := range f.files {
+		n, err := file.ReadAt(buf[:], 0)
+		if n == 0 && err != nil {
+			return 0, 0, fmt.Errorf("reading %s's counters: %w", intf, err)
+		}
+		if vals[i], err = strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("reading %s's counters: %w", intf, err)
+		}
+	}
+	return vals[0], vals[1], nil
+}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // nthFails is complete, except that the Data Phase number n (from 1, in

@@ -10,6 +10,7 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/discover"
+	"github.com/udpstp/udpstp/internal/netstat"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -30,6 +31,15 @@ type run struct {
 	box *mailbox[posted]
 	// text: the report is OB-UDPST's text lines (not JSON).
 	text bool
+	// sel is the failover search's measurement (rttselect.go), once the
+	// search is over; nil without one.
+	sel *report.Selection
+	// bound is each Test Connection's share of cfg.MaxRateMbps
+	// (dataphase/ratebound.go); zero: none.
+	bound dataphase.RateBound
+	// reasm counts the host's IP reassembly failures over a Load
+	// Receiver's test (reassembly.go); without read for a Load Sender.
+	reasm reasmWatch
 }
 
 // posted is an event of Test Connection conn handed to the run's goroutine
@@ -42,6 +52,7 @@ type posted struct {
 	// chosen and the candidates that failed before it.
 	chosen *discover.Candidate
 	tried  []string
+	sel    *report.Selection // with SelectRTT: the measurement (rttselect.go)
 }
 
 // Kinds of the run's own posted events, next to the Data Phase's.
@@ -53,6 +64,12 @@ const (
 	// no server; the search's own connection reported why.
 	evSetupSkipped
 )
+
+// groupingWindower is an executor that tells the widest grouping window
+// its Engine Threads used (enginenet.Net): the result says it.
+type groupingWindower interface {
+	GroupingWindow() (time.Duration, bool)
+}
 
 // connState is one Test Connection of the run.
 type connState struct {
@@ -66,12 +83,23 @@ type connState struct {
 }
 
 func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
+	servers := len(cfg.Servers)
+	if o.failover != nil {
+		servers = 1 // one at a time
+	}
 	r := &run{
 		cfg: cfg, o: o,
-		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, len(cfg.Servers), 1),
+		connMin: max(cfg.ConnMin, 1), connMax: max(cfg.ConnMax, servers, 1),
 		mcIdent: newMCIdent(),
 		box:     newMailbox[posted](),
 		text:    format == report.FormatText,
+	}
+	if !cfg.Upstream {
+		r.reasm.read = netstat.ReadSelf
+	}
+	if cfg.MaxRateMbps > 0 {
+		r.bound = dataphase.NewRateBound(float64(cfg.MaxRateMbps)/float64(r.connMax),
+			dataphase.TableOptions{NoJumbo: cfg.NoJumbo, TraditionalMTU: cfg.TraditionalMTU})
 	}
 	r.col = report.New(o.Out, report.Options{
 		Format: format, NoSubInt: cfg.NoSubInt, LossRatio: cfg.LossRatio, Verbose: cfg.Verbose, Extensions: cfg.Extensions,
@@ -79,7 +107,7 @@ func newRun(cfg *control.ClientConfig, o Options, format report.Format) *run {
 		OnInterval:    r.onInterval,
 		InterfaceRate: func() float64 { return r.iface.sample() },
 	})
-	for _, s := range cfg.Servers {
+	for _, s := range cfg.Servers[:min(servers, len(cfg.Servers))] {
 		r.hosts = append(r.hosts, report.Host{Name: s.Host, ControlPort: s.Port})
 	}
 	return r
@@ -96,51 +124,24 @@ func (r *run) emit(ev Event) {
 // run sets up the connections (round robin over the servers), runs their
 // Data Phases and reports. It returns the ErrorStatus.
 func (r *run) run(ctx context.Context) int {
+	r.reasm.begin()
 	conns := make([]*connState, r.connMax)
 	var wg sync.WaitGroup
 	var pick *choice
 	if r.o.failover != nil {
-		pick = &choice{done: make(chan struct{})}
+		if pick = r.o.pick; pick == nil {
+			pick = newChoice()
+		}
 	}
 	for i := range conns {
 		srv := r.cfg.Servers[i%len(r.cfg.Servers)]
+		if pick != nil {
+			srv = r.cfg.Servers[0] // until the search chose
+		}
 		c := &connState{index: i, server: srv}
 		conns[i] = c
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			alert := func(msg string) { r.post(posted{conn: i, ev: dataphase.Event{Kind: evAlert, Text: msg}}) }
-			var cc *control.ClientConn
-			var err error
-			var chosen *discover.Candidate
-			var tried []string
-			switch {
-			case pick == nil:
-				cc, err = control.Activate(ctx, r.o.Network, r.cfg, srv, i, r.mcIdent, alert)
-			case i == 0:
-				// The search, one server at a time (failover.go).
-				cc, chosen, tried, err = r.choose(ctx, i, alert)
-				pick.cand = chosen
-				close(pick.done)
-			default:
-				select {
-				case <-pick.done:
-				case <-ctx.Done():
-				}
-				if ctx.Err() != nil || pick.cand == nil {
-					r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupSkipped}})
-					return
-				}
-				cc, err = control.Activate(ctx, r.o.Network, r.cfg, candidateServer(*pick.cand), i, r.mcIdent, alert)
-			}
-			if err != nil {
-				r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupFailed, Text: err.Error(), Code: setupStatus(err)}})
-				return
-			}
-			c.cc = cc
-			c.suffix = " [Server " + cc.Server.String() + "]" // [::1]:24601, where OB-UDPST prints ::1:24601
-			r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}, chosen: chosen, tried: tried})
-		}()
+		go func() { defer wg.Done(); r.setUp(ctx, c, pick) }()
 	}
 	active := len(conns)
 	interrupted, over := false, false
@@ -175,6 +176,7 @@ func (r *run) run(ctx context.Context) int {
 				r.col.Alert(e.ev.Text)
 				r.emit(Event{Kind: EventWarning, Conn: c.index, Server: c.server, Code: -1, Text: e.ev.Text})
 			case evSetupFailed, evSetupSkipped:
+				r.selected(e.sel)
 				c.ended = true
 				active--
 				if !interrupted { // an interrupted setup is no failure of its own
@@ -185,6 +187,7 @@ func (r *run) run(ctx context.Context) int {
 					r.emitIntervals(nil, nil)
 				}
 			case evActivated:
+				r.selected(e.sel)
 				if e.chosen != nil {
 					r.useChosen(e.chosen, e.tried)
 				}
@@ -210,6 +213,56 @@ func (r *run) run(ctx context.Context) int {
 		}
 	}
 	wg.Wait()
+	return r.finish(conns, interrupted)
+}
+
+// setUp runs connection c's Control Phase, on its own server or, with a
+// failover over candidates, on the first connection's choice, and posts
+// the outcome to the run's loop.
+func (r *run) setUp(ctx context.Context, c *connState, pick *choice) {
+	i := c.index
+	alert := func(msg string) { r.post(posted{conn: i, ev: dataphase.Event{Kind: evAlert, Text: msg}}) }
+	var cc *control.ClientConn
+	var err error
+	var chosen *discover.Candidate
+	var tried []string
+	var sel *report.Selection
+	switch {
+	case pick == nil:
+		cc, err = control.Activate(ctx, r.o.Network, r.cfg, c.server, i, r.mcIdent, alert)
+	case i == 0 && pick.claimed.CompareAndSwap(false, true):
+		// The search, one server at a time (failover.go).
+		cc, chosen, tried, sel, err = r.choose(ctx, i, alert)
+		pick.cand = chosen
+		close(pick.done)
+	default:
+		select {
+		case <-pick.done:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil || pick.cand == nil {
+			r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupSkipped}})
+			return
+		}
+		cc, err = control.Activate(ctx, r.o.Network, r.cfg, candidateServer(*pick.cand), i, r.mcIdent, alert)
+		if i == 0 {
+			// The other half of a bidirectional test searched: this
+			// run's report names the server it chose too.
+			chosen = pick.cand
+		}
+	}
+	if err != nil {
+		r.post(posted{conn: i, ev: dataphase.Event{Kind: evSetupFailed, Text: err.Error(), Code: setupStatus(err)}, sel: sel})
+		return
+	}
+	c.cc = cc
+	c.suffix = " [Server " + cc.Server.String() + "]" // [::1]:24601, where OB-UDPST prints ::1:24601
+	r.post(posted{conn: i, ev: dataphase.Event{Kind: evActivated}, chosen: chosen, tried: tried, sel: sel})
+}
+
+// finish waits (a bounded time) for every Data Phase to end, closes the
+// export files, writes the results and returns the ErrorStatus.
+func (r *run) finish(conns []*connState, interrupted bool) int {
 	for _, c := range conns {
 		if c.dp == nil {
 			continue
@@ -229,6 +282,15 @@ func (r *run) run(ctx context.Context) int {
 		r.col.Error(report.StatusGeneral, msg)
 		r.emit(Event{Kind: EventError, Conn: -1, Code: report.StatusGeneral, Text: msg})
 	}
+	if g, ok := r.o.Network.(groupingWindower); ok {
+		if d, ok := g.GroupingWindow(); ok {
+			r.col.SetGroupingWindow(d)
+		}
+	}
+	reasm, reasmKnown := r.reasm.end()
+	if reasmKnown {
+		r.col.SetReassemblyFailures(reasm)
+	}
 	if err := r.col.Finish(); err != nil {
 		fmt.Fprintf(r.o.Stderr, "udpstp: ERROR: writing results: %v\n", err)
 	}
@@ -236,6 +298,9 @@ func (r *run) run(ctx context.Context) int {
 	if r.col.StillRising() {
 		// Our note, not an OB-UDPST warning: the status stays (Code -1).
 		r.emit(Event{Kind: EventWarning, Conn: -1, Code: -1, Text: report.StillRisingNote})
+	}
+	if reasm > 0 {
+		r.emit(Event{Kind: EventWarning, Conn: -1, Code: -1, Text: report.ReassemblyNote(reasm)})
 	}
 	if st := r.col.ErrorStatus(); st != 0 || !exportFailed {
 		return st
@@ -304,6 +369,7 @@ func (r *run) start(c *connState) {
 		}
 	}
 	params := c.cc.Params
+	params.Bound = r.bound
 	if s, ok := c.cc.Sock.(interface{ PathMTU() int }); ok {
 		// The IP fragmentation of jumbo datagrams on a smaller MTU counts
 		// in the L2/L1 figures (dataphase/frag.go).

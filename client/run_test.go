@@ -11,7 +11,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // memNetwork is the in-memory network as a control.Network.

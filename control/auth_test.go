@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 func unhex(t testing.TB, s string) []byte {

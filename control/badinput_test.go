@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/memnet"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 func testClientConfig() ClientConfig {

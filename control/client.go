@@ -19,9 +19,13 @@ import (
 type SetupError struct {
 	Status int    // 1 (timeout), 75, 100+code, 150+code, 107/108, 157/158
 	Msg    string // one line, "ERROR: ..." or "WARNING: ..." as OB-UDPST prints it
+	cause  error  // ErrNoAnswer for a timeout, else nil
 }
 
 func (e *SetupError) Error() string { return e.Msg }
+
+// Unwrap lets errors.Is(err, ErrNoAnswer) tell a timeout.
+func (e *SetupError) Unwrap() error { return e.cause }
 
 // ClientConn is an activated Test Connection of a client: its socket,
 // connected to the server's test port, and what the server granted.
@@ -54,6 +58,36 @@ const resendAfter = time.Second
 // success the socket is connected to the server's test port and marked
 // with the granted DSCP/ECN byte.
 func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
+	p, err := Setup(ctx, n, cfg, srv, index, mcIdent, alert)
+	if err != nil {
+		return nil, err
+	}
+	return p.Activate(ctx)
+}
+
+// Pending is a Test Connection whose Setup Request a server accepted and
+// that awaits its Test Activation (RFC 9946, the Test Setup PDU): the
+// first half of Activate, for a client that sets up with several servers
+// and times their answers before it picks one (client/rttselect.go).
+//
+// The protocol has no PDU that withdraws an accepted Setup. A Pending
+// that is closed instead of activated is left to the server's timer: the
+// server releases the Test Connection (its socket, its slot, a -B
+// reservation) when no Test Activation came within SetupTimeout, as it
+// does for a client that died after its Setup (counted as
+// activation_timeouts; OB-UDPST 9.0.0's server does the same).
+type Pending struct {
+	x        clientExchange
+	resp     SetupPDU
+	Server   netip.AddrPort // the control port set up with
+	RTT      time.Duration  // from the Setup Request sent to its accepting response read
+	Deadline time.Time      // the Setup's SetupTimeout: the server waits for the activation until then
+}
+
+// Setup opens a socket and runs the Setup exchange of Test Connection
+// index with srv, within SetupTimeout (or ctx's deadline, if sooner). The
+// Pending it returns holds the socket until Activate or Close.
+func Setup(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr, index int, mcIdent uint16, alert Alert) (*Pending, error) {
 	addr, err := resolve(ctx, srv.Host, cfg.Family)
 	if err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
@@ -71,37 +105,106 @@ func Activate(ctx context.Context, n Network, cfg *ClientConfig, srv ServerAddr,
 	if err != nil {
 		return nil, &SetupError{Status: 75, Msg: "ERROR: " + err.Error()}
 	}
-	cc, err := activate(ctx, sock, cfg, server, index, mcIdent, alert)
+	p, err := setup(ctx, sock, cfg, server, index, mcIdent, alert)
 	if err != nil {
 		sock.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// setup runs a client's Setup exchange on sock within one SetupTimeout
+// (or ctx's deadline, if sooner).
+func setup(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.AddrPort, index int, mcIdent uint16, alert Alert) (*Pending, error) {
+	p := &Pending{Server: server, Deadline: time.Now().Add(SetupTimeout)}
+	p.x = clientExchange{sock: sock, cfg: cfg, server: server, alert: alert,
+		// server.String brackets an IPv6 address ([::1]:24601), where
+		// OB-UDPST prints ::1:24601.
+		suffix:   " " + server.String(),
+		deadline: p.Deadline,
+		buf:      make([]byte, 65536),
+		pver:     cfg.protocol(),
+		keyed:    len(cfg.Key) > 0,
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(p.x.deadline) {
+		p.x.deadline = d
+	}
+	// An interrupt ends the wait at once instead of at the deadline.
+	defer context.AfterFunc(ctx, func() { sock.Close() })()
+	resp, err := p.x.setup(ctx, index, mcIdent)
+	if err != nil {
+		return nil, err
+	}
+	p.resp, p.RTT = resp, p.x.rtt
+	return p, nil
+}
+
+// Activate runs the Test Activation exchange of p, from the same socket,
+// within the Setup's SetupTimeout (or ctx's deadline, if sooner). On
+// failure the socket is closed.
+func (p *Pending) Activate(ctx context.Context) (*ClientConn, error) {
+	x := &p.x
+	x.deadline = p.Deadline
+	if d, ok := ctx.Deadline(); ok && d.Before(x.deadline) {
+		x.deadline = d
+	}
+	cc, err := p.activate(ctx)
+	if err != nil {
+		x.sock.Close()
 		return nil, err
 	}
 	return cc, nil
 }
 
-func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.AddrPort, index int, mcIdent uint16, alert Alert) (*ClientConn, error) {
-	// server.String brackets an IPv6 address ([::1]:24601), where
-	// OB-UDPST prints ::1:24601.
-	suffix := " " + server.String()
-	deadline := time.Now().Add(SetupTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+// Close gives p up: its socket is closed and the server's Test Connection
+// ends at the server's timer (see Pending).
+func (p *Pending) Close() { p.x.sock.Close() }
 
-	// Setup Request, in the layout of the version spoken (legacy.go).
-	pver := cfg.protocol()
-	req := setupRequest(cfg, index, mcIdent)
-	out := encodeSetupProto(&req, make([]byte, SetupLen))
-	var keys SessionKeys
-	keyed := len(cfg.Key) > 0
-	if keyed {
-		t := uint32(time.Now().Unix())
-		keys = DeriveKeys(cfg.Key, t)
-		Sign(out, keys.Client[:], t, cfg.KeyID)
+// activate sends the Test Activation to the address asked and the test
+// port the Setup Response named: the connected socket then takes only
+// what comes from there.
+func (p *Pending) activate(ctx context.Context) (*ClientConn, error) {
+	x := &p.x
+	defer context.AfterFunc(ctx, func() { x.sock.Close() })()
+	peer := netip.AddrPortFrom(x.server.Addr(), p.resp.TestPort)
+	if err := x.sock.Connect(peer); err != nil {
+		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + x.suffix + ": " + err.Error()}
 	}
-	buf := make([]byte, 65536)
-	// An interrupt ends the wait at once instead of at the deadline.
-	defer context.AfterFunc(ctx, func() { sock.Close() })()
+	granted, err := x.activation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return accepted(x.sock, x.cfg, x.server, peer, p.resp, granted)
+}
+
+// clientExchange is one client Test Connection's Control Phase in
+// progress: its socket, the server asked, the protocol version spoken and
+// the session keys of a keyed client.
+type clientExchange struct {
+	sock     Socket
+	cfg      *ClientConfig
+	server   netip.AddrPort
+	alert    Alert
+	suffix   string // " server:port", as OB-UDPST's messages end
+	deadline time.Time
+	buf      []byte
+	pver     uint16
+	keyed    bool
+	keys     SessionKeys   // set by setup when keyed
+	rtt      time.Duration // set by setup: the Setup Request to its accepting response
+}
+
+// setup sends the Setup Request, in the layout of the version spoken
+// (legacy.go), and waits for the server's accepting Setup Response.
+func (x *clientExchange) setup(ctx context.Context, index int, mcIdent uint16) (SetupPDU, error) {
+	sock, server := x.sock, x.server
+	req := setupRequest(x.cfg, index, mcIdent)
+	out := encodeSetupProto(&req, make([]byte, SetupLen))
+	if x.keyed {
+		t := uint32(time.Now().Unix())
+		x.keys = DeriveKeys(x.cfg.Key, t)
+		Sign(out, x.keys.Client[:], t, x.cfg.KeyID)
+	}
 	var resp SetupPDU
 	// foreign is the first datagram that came from elsewhere than the
 	// server asked: named if the wait times out.
@@ -118,8 +221,13 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 	if recvErr != nil && recvErr.SetRecvErr(true) != nil {
 		recvErr = nil
 	}
-	err := exchange(ctx, sock, buf, deadline, 1, true, func() error { return sock.SendTo(out, server) },
+	// The round trip is the Setup Request's send to the read of its
+	// accepting response: the server's Setup handling (a socket opened)
+	// is in it, as it is in every client's Control Phase.
+	var sent time.Time
+	err := exchange(ctx, sock, x.buf, x.deadline, 1, true, func() error { sent = time.Now(); return sock.SendTo(out, server) },
 		func(b []byte, from netip.AddrPort) (bool, error) {
+			read := time.Now()
 			// Only the address and port asked answer: anyone may send a
 			// datagram that looks like a Setup Response, naming a test
 			// port at an address of its choice. (OB-UDPST's client takes
@@ -130,58 +238,58 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 				}
 				return false, nil
 			}
-			if preChecksum(pver) {
+			if preChecksum(x.pver) {
 				b, _ = widenSetup(b)
 			}
 			if err := resp.Decode(b); err != nil {
-				alert(alertText("setup response", b) + " [Server" + suffix + "]")
+				x.alert(alertText("setup response", b) + " [Server" + x.suffix + "]")
 				return false, nil
 			}
 			// A keyed client checks the response's signature before its
 			// code (so a server without keys gives 107, not 104).
-			if keyed {
-				if c := VerifyResponse(b, keys, time.Now()); c != 0 {
-					return false, authFailure(c, 100, "setup response", suffix)
+			if x.keyed {
+				if c := VerifyResponse(b, x.keys, time.Now()); c != 0 {
+					return false, authFailure(c, 100, "setup response", x.suffix)
 				}
 			}
 			if resp.CmdResponse != SetupAccepted {
-				return false, setupRefused(resp.CmdResponse, resp.ProtocolVer, suffix)
+				return false, setupRefused(resp.CmdResponse, resp.ProtocolVer, x.suffix)
 			}
+			x.rtt = read.Sub(sent)
 			return true, nil
 		})
 	if recvErr != nil {
 		recvErr.SetRecvErr(false) // error on a closed socket only, which the next step reports
 	}
 	if err != nil {
-		err = setupErr(ctx, err, suffix)
+		err = setupErr(ctx, err, x.suffix)
 		if se, ok := err.(*SetupError); ok && se.Status == dataphase.WarnServerTimeout && foreign.IsValid() {
 			// A multi-homed server that answers from another of its
 			// addresses (OB-UDPST bound to a wildcard address does)
 			// looks like this: say so.
 			se.Msg += fmt.Sprintf(" (a response came from %v, which was not asked; ask that address instead)", foreign)
 		}
-		return nil, err
+		return resp, err
 	}
+	return resp, nil
+}
 
-	// Test Activation, from the same socket, to the address asked and the
-	// test port the Setup Response named: the connected socket then takes
-	// only what comes from there.
-	peer := netip.AddrPortFrom(server.Addr(), resp.TestPort)
-	if err := sock.Connect(peer); err != nil {
-		return nil, &SetupError{Status: 75, Msg: "ERROR: connect to" + suffix + ": " + err.Error()}
-	}
-	ta := activationRequest(cfg)
-	legacy := pver < AuthECNProtocolVer
-	taOut := encodeActivationProto(&ta, pver)
-	if keyed {
-		Sign(taOut, keys.Client[:], uint32(time.Now().Unix()), cfg.KeyID)
+// activation sends the Test Activation Request on the connected socket
+// and waits for the server's grant, which it checks against the request.
+func (x *clientExchange) activation(ctx context.Context) (ActivationPDU, error) {
+	sock := x.sock
+	ta := activationRequest(x.cfg)
+	legacy := x.pver < AuthECNProtocolVer
+	taOut := encodeActivationProto(&ta, x.pver)
+	if x.keyed {
+		Sign(taOut, x.keys.Client[:], uint32(time.Now().Unix()), x.cfg.KeyID)
 	}
 	var granted ActivationPDU
 	// A lost activation is sent again once: a 9.0.0 server already in its
 	// Data Phase takes the copy as one invalid datagram.
-	err = exchange(ctx, sock, buf, deadline, 2, false, func() error { return sock.Send(taOut) },
+	err := exchange(ctx, sock, x.buf, x.deadline, 2, false, func() error { return sock.Send(taOut) },
 		func(b []byte, _ netip.AddrPort) (bool, error) {
-			if preChecksum(pver) {
+			if preChecksum(x.pver) {
 				if w, ok := widenActivation(b); ok {
 					b = w
 				}
@@ -190,31 +298,31 @@ func activate(ctx context.Context, sock Socket, cfg *ClientConfig, server netip.
 				// A lost response in a downstream test is followed by Load
 				// PDUs, each an alert; the report caps them for the run
 				// (report.MaxAlerts), as OB-UDPST's ALERT_MSG_LIMIT does.
-				alert(alertText("test activation response", b) + " [Server" + suffix + "]")
+				x.alert(alertText("test activation response", b) + " [Server" + x.suffix + "]")
 				return false, nil
 			}
-			if keyed {
-				if c := VerifyResponse(b, keys, time.Now()); c != 0 {
-					return false, authFailure(c, 150, "test activation response", suffix)
+			if x.keyed {
+				if c := VerifyResponse(b, x.keys, time.Now()); c != 0 {
+					return false, authFailure(c, 150, "test activation response", x.suffix)
 				}
 			}
 			switch granted.CmdResponse {
 			case ActivationAccepted:
 				return true, nil
 			case ActivationBadParam:
-				return false, &SetupError{Status: 152, Msg: "ERROR: Requested test parameter(s) rejected by server" + suffix}
+				return false, &SetupError{Status: 152, Msg: "ERROR: Requested test parameter(s) rejected by server" + x.suffix}
 			}
-			return false, &SetupError{Status: 150, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in test activation response from server%s", granted.CmdResponse, suffix)}
+			return false, &SetupError{Status: 150, Msg: fmt.Sprintf("ERROR: Unexpected CRSP (%d) in test activation response from server%s", granted.CmdResponse, x.suffix)}
 		})
 	if err != nil {
-		return nil, setupErr(ctx, err, suffix)
+		return granted, setupErr(ctx, err, x.suffix)
 	}
 	// What the server granted must be what a server may grant for this
 	// request (dataphase.CheckGrant); OB-UDPST's client takes anything.
 	if err := dataphase.CheckGrant(grantParams(&ta, legacy), grantParams(&granted, legacy)); err != nil {
-		return nil, &SetupError{Status: 150, Msg: "ERROR: " + err.Error() + " in test activation response from server" + suffix}
+		return granted, &SetupError{Status: 150, Msg: "ERROR: " + err.Error() + " in test activation response from server" + x.suffix}
 	}
-	return accepted(sock, cfg, server, peer, resp, granted)
+	return granted, nil
 }
 
 // setupRequest builds Test Connection index's Setup Request from the
@@ -248,8 +356,10 @@ func grantParams(a *ActivationPDU, legacy bool) dataphase.Params {
 	return p
 }
 
-// errExchangeTimeout ends an exchange that got no answer by the deadline.
-var errExchangeTimeout = errors.New("no response")
+// ErrNoAnswer ends an exchange that got no answer by its deadline: its
+// own (SetupTimeout) or ctx's, if sooner. A SetupError for a timeout wraps
+// it.
+var ErrNoAnswer = errors.New("no response")
 
 // errRefused ends a Setup exchange whose request the server's host
 // refused: ICMP port unreachable, nothing listens on the port.
@@ -282,6 +392,11 @@ func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, 
 			n, from, err := sock.RecvFrom(buf, wait)
 			switch {
 			case ctx.Err() != nil:
+				if !time.Now().Before(deadline) {
+					// ctx's deadline, which is the exchange's too: a
+					// timeout, whichever timer saw it first.
+					return ErrNoAnswer
+				}
 				return ctx.Err()
 			case errors.Is(err, syscall.ECONNREFUSED) && refusedEnds:
 				return errRefused
@@ -289,7 +404,7 @@ func exchange(ctx context.Context, sock Socket, buf []byte, deadline time.Time, 
 				continue
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				if !time.Now().Before(deadline) {
-					return errExchangeTimeout
+					return ErrNoAnswer
 				}
 			case err != nil:
 				return err
@@ -312,10 +427,10 @@ func setupErr(ctx context.Context, err error, suffix string) error {
 	switch {
 	case errors.As(err, &se):
 		return se
+	case errors.Is(err, ErrNoAnswer):
+		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Timeout awaiting response from server" + suffix, cause: ErrNoAnswer}
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, errExchangeTimeout):
-		return &SetupError{Status: dataphase.WarnServerTimeout, Msg: "WARNING: Timeout awaiting response from server" + suffix}
 	case errors.Is(err, errRefused):
 		// OB-UDPST's client has no message of its own for this: it times
 		// out (status 1, so "Minimum required connections unavailable",

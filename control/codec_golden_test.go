@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // refusalCodes are the Setup Response codes the refusal scenarios' READMEs

@@ -107,10 +107,14 @@ type ClientConfig struct {
 	TraditionalMTU bool
 	RandomPayload  bool // -X
 	MaxBandwidth   int  // -B total Mbps, divided over the connections
-	Key            []byte
-	KeyID          uint8
-	SockBuf        int
-	NoSeqRollback  bool
+	// MaxRateMbps bounds the test's rate at the IP layer, the automatic
+	// search's too, divided over the connections (dataphase.RateBound):
+	// the agent's `[probe] max_rate_mbps`; 0: none.
+	MaxRateMbps   int
+	Key           []byte
+	KeyID         uint8
+	SockBuf       int
+	NoSeqRollback bool
 
 	// Requested test parameters (the server may coerce them).
 	TestIntTime    int    // s

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // TestDrain: a draining server refuses a new Setup with code 13 (counted

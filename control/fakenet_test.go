@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // memnet's sockets and Data Phases are the Control Phase's (memnet cannot
@@ -17,7 +17,7 @@ var (
 	_ Network   = fakeNet{}
 )
 
-// fakeNet is the in-memory network (internal/memnet, which cannot import
+// fakeNet is the in-memory network (internal/testkit/memnet, which cannot import
 // control) as a Network.
 type fakeNet struct{ *memnet.Net }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // The fuzz targets below check, for every control PDU decoder, that it never

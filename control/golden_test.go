@@ -1,14 +1,14 @@
 package control
 
 // Access to the OB-UDPST 9.0.0 golden captures for the authentication tests,
-// through internal/golden (which skips when the data is absent).
+// through internal/testkit/golden (which skips when the data is absent).
 
 import (
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // capturedPDU is one captured datagram.

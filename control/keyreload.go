@@ -72,9 +72,11 @@ type KeyReloads struct {
 	failed int          // failed reloads in the episode so far
 }
 
-// Reload reads the keys again for a server whose keys in use are cur; it
-// returns the new keys, or nil when cur stays in use.
-func (r *KeyReloads) Reload(cur *ServerKeys) *ServerKeys {
+// Reload reads the keys again for a server whose keys in use are cur,
+// hands new ones to use (Server.SetKeys) before it logs the reload, so
+// that a Setup sent on seeing the line meets them, and returns them; nil
+// when cur stays in use.
+func (r *KeyReloads) Reload(cur *ServerKeys, use func(*ServerKeys)) *ServerKeys {
 	var file *KeyFile
 	if cur != nil {
 		file = cur.File
@@ -92,6 +94,7 @@ func (r *KeyReloads) Reload(cur *ServerKeys) *ServerKeys {
 		}
 		return nil
 	}
+	use(keys)
 	r.Log.Info("key file reloaded", "file", r.Path, "keys", f.Len(), "failed_reloads_before", r.failed)
 	r.failed = 0
 	return keys

@@ -73,7 +73,7 @@ func TestKeyReloadsLogOncePerEpisode(t *testing.T) {
 	cur := &ServerKeys{File: f}
 	for _, half := range []string{"1,old", "1,old-key\n", "1,old-key-abcdef\n2", "1,x\n1,y\n"} {
 		os.WriteFile(path, []byte(half), 0o600)
-		if k := r.Reload(cur); k != nil {
+		if k := r.Reload(cur, func(*ServerKeys) { t.Fatalf("%q was put in use", half) }); k != nil {
 			t.Fatalf("%q was put in use", half)
 		}
 	}
@@ -81,12 +81,18 @@ func TestKeyReloadsLogOncePerEpisode(t *testing.T) {
 		t.Errorf("%d failure lines, want 1 with the first reason:\n%s", n, log.String())
 	}
 	os.WriteFile(path, []byte("1,old-key-abcdef\n2,new-key\n"), 0o600)
-	k := r.Reload(cur)
-	if k == nil || k.File.Len() != 2 || !strings.Contains(log.String(), "failed_reloads_before=4") {
+	var used *ServerKeys
+	k := r.Reload(cur, func(k *ServerKeys) {
+		used = k
+		if strings.Contains(log.String(), "key file reloaded") {
+			t.Error("the reload was logged before its keys were in use")
+		}
+	})
+	if k == nil || used != k || k.File.Len() != 2 || !strings.Contains(log.String(), "failed_reloads_before=4") {
 		t.Errorf("the good file: %v\n%s", k, log.String())
 	}
 	os.WriteFile(path, []byte("1,o"), 0o600)
-	r.Reload(k)
+	r.Reload(k, func(*ServerKeys) { t.Error("a broken file was put in use") })
 	if n := strings.Count(log.String(), "key file not reloaded"); n != 2 {
 		t.Errorf("%d failure lines after a new episode, want 2", n)
 	}

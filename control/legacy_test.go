@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // legacyTestPort is where the test port sits in a Setup Response of

@@ -144,8 +144,8 @@ func (s *Server) countInvalid(err error) {
 }
 
 // countInvalidField counts an invalid control PDU by the field at fault.
-func (s *Server) countInvalidField(field string) {
-	s.countRejection(dataphase.FieldRejection(field))
+func (s *Server) countInvalidField(field pduField) {
+	s.countRejection(field.rejection())
 }
 
 func (s *Server) countRejection(r dataphase.Rejection) {

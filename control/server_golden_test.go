@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/golden"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // serverConfigOf builds our server's configuration from a reference run's

@@ -15,57 +15,110 @@ import (
 )
 
 // errACKOK is a Setup Request carrying cmdResponse 1 (ACKOK).
-var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: "cmdResponse", Reason: "a request cannot carry ACKOK"}
+var errACKOK = &dataphase.PDUError{PDU: "setup request", Field: fieldCmdResponse.String(), Reason: "a request cannot carry ACKOK"}
 
 // handleSetup decides one Setup Request (RFC 9946, the Test Setup PDU;
 // its checks in OB-UDPST 9.0.0's order, see the package doc) and
 // answers it. to is the address it was sent to when the control socket is
 // bound to a wildcard address and tells it (else invalid): the answer
 // comes from there and the test socket is bound there.
+//
+// It reads one clock, once: s.now, the wall clock (CLOCK_REALTIME), which
+// is what the wire carries (an authenticated request's authTime, the
+// signature of the answer and of the Null PDU). The local judgements made
+// with the same reading (the per-source limits, the replay cache's
+// expiry, the log's episodes) compare times with Sub and Before, which use
+// the monotonic reading time.Now carries, so a step of the wall clock does
+// not open or close them. The Test Time Base (CLOCK_MONOTONIC_RAW, package
+// clock) times the Data Phase only; a Setup has no use for it.
 func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip.Addr) {
 	b, form := widenSetup(b) // protocols 8..10 in the 56-byte form (legacy.go)
 	var req SetupPDU
-	field := setupFault(b)
-	if field == "" {
-		req.Decode(b) // cannot fail: setupFault found nothing
-		if req.CmdResponse == SetupAccepted {
-			// OB-UDPST echoes a request's non-zero cmdResponse as the
-			// answer; "accepted" with no test port would be a lie.
-			field = "cmdResponse"
-		}
-	}
-	if field != "" {
-		// Dropped without an answer, as OB-UDPST does. A flood of junk
-		// ends here at no allocation: the error is built, and the log
-		// record, only when it is written.
-		s.Counters.Add(CountSetupInvalid)
-		s.countInvalidField(field)
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			err := req.Decode(b)
-			if err == nil {
-				err = errACKOK
-			}
-			s.log.Debug("invalid setup request dropped", "from", from, "err", err)
-		}
+	if !s.decodeSetup(b, &req, from) {
 		return
 	}
+	now := s.now()
 	// The per-source limit counts well-formed requests only: what is not
 	// one costs no more than the decode above, and junk from a source
 	// must not use up the tokens of a real client behind the same address.
 	// It comes before anything costly (HMAC checks, a socket).
-	if ok, _ := s.limit.allow(from.Addr(), time.Now()); !ok {
+	if ok, _ := s.limit.allow(from.Addr(), now); !ok {
 		s.Counters.Add(CountSetupRateLimited)
-		if s.eps.note(epSetupRateLimited, from.Addr(), time.Now()) {
+		if s.eps.note(epSetupRateLimited, from.Addr(), now) {
 			s.log.Warn("setup requests dropped: source over its rate limit", "from", from.Addr(),
 				"rate_per_s", s.limit.rate, "burst", s.limit.burst)
 		}
 		return
 	}
-	now := s.now()
-	code := req.CmdResponse // a non-zero value in a request comes back as the answer
-	var keys SessionKeys
 	serverKeys := s.keys.Load() // one key set for the whole request, whatever SetKeys does meanwhile
 	checked := serverKeys.Checked(b)
+	code, keys, replayed := s.setupCode(serverKeys, checked, b, form, &req, from, now)
+	if replayed {
+		return
+	}
+	var sc *serverConn
+	if code == SetupNone {
+		local := ctl.LocalAddr().Addr()
+		if to.IsValid() {
+			local = to
+		}
+		sc, code = s.admitSetup(local, from, req.MaxBandwidth)
+	}
+	var testPort uint16
+	if sc != nil {
+		testPort = sc.sock.LocalAddr().Port()
+	}
+	resp := setupResponse(b, form, &req, code, testPort, keys, checked, now)
+	if code != SetupNone && !s.refused(&req, code, from, now) {
+		return
+	}
+	if err := sendControl(ctl, resp, from, to); err != nil {
+		s.log.Error("cannot send setup response", "to", from, "err", err)
+	}
+	if code != SetupNone {
+		return
+	}
+	s.armTestConn(sc, req, keys, from, now)
+}
+
+// decodeSetup decodes a Setup Request into req, or counts it by the field
+// at fault and drops it without an answer, as OB-UDPST does. A flood of
+// junk ends here at no allocation: the error is built, and the log
+// record, only when it is written.
+func (s *Server) decodeSetup(b []byte, req *SetupPDU, from netip.AddrPort) bool {
+	field := setupFault(b)
+	if field == fieldNone {
+		req.Decode(b) // cannot fail: setupFault found nothing
+		if req.CmdResponse == SetupAccepted {
+			// OB-UDPST echoes a request's non-zero cmdResponse as the
+			// answer; "accepted" with no test port would be a lie.
+			field = fieldCmdResponse
+		}
+	}
+	if field == fieldNone {
+		return true
+	}
+	s.Counters.Add(CountSetupInvalid)
+	s.countInvalidField(field)
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		err := req.Decode(b)
+		if err == nil {
+			err = errACKOK
+		}
+		s.log.Debug("invalid setup request dropped", "from", from, "err", err)
+	}
+	return false
+}
+
+// setupCode is the Admission checks of a well-formed Setup Request, before
+// any socket is opened: its authentication (and the replay cache), then
+// version, multi-connection fields, MTU bits, bandwidth and auth mode, as
+// OB-UDPST 9.0.0 orders them, then a drain. It returns the answer's code
+// (SetupNone: admissible), the session keys of an authenticated request,
+// and replayed when the request is to be dropped unanswered.
+func (s *Server) setupCode(serverKeys *ServerKeys, checked bool, b []byte, form setupForm, req *SetupPDU,
+	from netip.AddrPort, now time.Time) (code uint8, keys SessionKeys, replayed bool) {
+	code = req.CmdResponse // a non-zero value in a request comes back as the answer
 	authErr := false
 	if checked {
 		var c uint8
@@ -80,7 +133,7 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 				s.log.Warn("authenticated setup request dropped as a replay", "from", from,
 					"auth_time", AuthTime(b), "cache_full", full)
 			}
-			return
+			return code, keys, true
 		}
 	}
 	if !authErr {
@@ -109,21 +162,18 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		code = SetupDraining
 		s.Counters.Add(CountSetupDraining)
 	}
-	var sc *serverConn
-	if code == SetupNone {
-		local := ctl.LocalAddr().Addr()
-		if to.IsValid() {
-			local = to
-		}
-		sc, code = s.admitSetup(local, from, req.MaxBandwidth)
-	}
+	return code, keys, false
+}
 
-	// The response is the request edited in place, as OB-UDPST 9.0.0
-	// builds it (the package doc).
+// setupResponse is the answer to the Setup Request b: the request edited
+// in place, as OB-UDPST 9.0.0 builds it (the package doc), in the
+// request's layout. testPort is the accepted Test Connection's.
+func setupResponse(b []byte, form setupForm, req *SetupPDU, code uint8, testPort uint16, keys SessionKeys,
+	checked bool, now time.Time) []byte {
 	resp := append(make([]byte, 0, SetupLen), b...)
 	resp[8] = SetupCmdResponse
 	if code == SetupNone {
-		binary.BigEndian.PutUint16(resp[12:], sc.sock.LocalAddr().Port())
+		binary.BigEndian.PutUint16(resp[12:], testPort)
 		resp[9] = SetupAccepted
 	} else {
 		resp[9] = code
@@ -132,30 +182,34 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 		binary.BigEndian.PutUint16(resp[2:], ProtocolVersion)
 	}
 	answerAuth(resp, req.ProtocolVer, req.AuthMode, req.KeyID, keys, checked, now)
-	resp = form.narrow(resp)
-	if code != SetupNone {
-		s.Counters.reject(code)
-		if s.eps.note(epSetupRefused, from.Addr(), now) {
-			s.log.Warn("setup request rejected", "from", from, "code", code, "reason", SetupCodeText(code),
-				"version", req.ProtocolVer, "mc", fmt.Sprintf("%d/%d", req.MCIndex, req.MCCount))
+	return form.narrow(resp)
+}
+
+// refused counts and logs (once an episode) a refused Setup Request and
+// says whether its refusal is answered: a refusal is no larger than its
+// request; still, a forged flood must not make the server a reflector at
+// the flood's rate.
+func (s *Server) refused(req *SetupPDU, code uint8, from netip.AddrPort, now time.Time) (answer bool) {
+	s.Counters.reject(code)
+	if s.eps.note(epSetupRefused, from.Addr(), now) {
+		s.log.Warn("setup request rejected", "from", from, "code", code, "reason", SetupCodeText(code),
+			"version", req.ProtocolVer, "mc", fmt.Sprintf("%d/%d", req.MCIndex, req.MCCount))
+	}
+	if ok, _ := s.answers.allow(from.Addr(), now); !ok {
+		s.Counters.Add(CountRefusalUnanswered)
+		if s.eps.note(epRefusalUnanswered, from.Addr(), now) {
+			s.log.Warn("setup refusals not answered: source over its answer budget", "from", from.Addr(),
+				"rate_per_s", s.answers.rate, "burst", s.answers.burst)
 		}
-		// A refusal is no larger than its request; still, a forged flood
-		// must not make the server a reflector at the flood's rate.
-		if ok, _ := s.answers.allow(from.Addr(), now); !ok {
-			s.Counters.Add(CountRefusalUnanswered)
-			if s.eps.note(epRefusalUnanswered, from.Addr(), now) {
-				s.log.Warn("setup refusals not answered: source over its answer budget", "from", from.Addr(),
-					"rate_per_s", s.answers.rate, "burst", s.answers.burst)
-			}
-			return
-		}
+		return false
 	}
-	if err := sendControl(ctl, resp, from, to); err != nil {
-		s.log.Error("cannot send setup response", "to", from, "err", err)
-	}
-	if code != SetupNone {
-		return
-	}
+	return true
+}
+
+// armTestConn starts an accepted Test Connection once its Setup Response
+// is sent: from protocol 20 on, the Null PDU from the new test port, then
+// the wait for its Test Activation (runConn).
+func (s *Server) armTestConn(sc *serverConn, req SetupPDU, keys SessionKeys, from netip.AddrPort, now time.Time) {
 	s.Counters.Add(CountSetupAccepted)
 	if req.ProtocolVer < AuthECNProtocolVer {
 		s.Counters.Add(CountLegacyAccepted)

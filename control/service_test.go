@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // TestSetupFloodFromOneSource: a source that sends Setup Requests faster

@@ -107,7 +107,7 @@ func (p *SetupPDU) Decode(b []byte) error {
 		return err
 	}
 	if c := b[8]; c != SetupCmdRequest && c != SetupCmdResponse {
-		return &dataphase.PDUError{PDU: "Setup PDU", Field: "cmdRequest", Reason: "neither 1 nor 2"}
+		return &dataphase.PDUError{PDU: "Setup PDU", Field: fieldCmdRequest.String(), Reason: "neither 1 nor 2"}
 	}
 	be := binary.BigEndian
 	p.ProtocolVer = be.Uint16(b[2:])
@@ -127,43 +127,85 @@ func (p *SetupPDU) Decode(b []byte) error {
 // identifier and its optional checksum, which always covers the whole PDU
 // and sits in its last two bytes.
 func checkPDU(b []byte, pdu string, id uint16, length int) error {
-	switch pduFault(b, id, length) {
-	case "":
+	switch f := pduFault(b, id, length); f {
+	case fieldNone:
 		return nil
-	case "length":
-		return &dataphase.PDUError{PDU: pdu, Field: "length", Reason: fmt.Sprintf("got %d bytes, want %d", len(b), length)}
-	case "pduId":
-		return &dataphase.PDUError{PDU: pdu, Field: "pduId", Reason: "unexpected identifier"}
+	case fieldLength:
+		return &dataphase.PDUError{PDU: pdu, Field: f.String(), Reason: fmt.Sprintf("got %d bytes, want %d", len(b), length)}
+	case fieldPDUID:
+		return &dataphase.PDUError{PDU: pdu, Field: f.String(), Reason: "unexpected identifier"}
 	}
-	return &dataphase.PDUError{PDU: pdu, Field: "checkSum", Reason: "does not verify"}
+	return &dataphase.PDUError{PDU: pdu, Field: fieldChecksum.String(), Reason: "does not verify"}
+}
+
+// pduField is the field at fault in a datagram that is no well-formed
+// control PDU, as the junk path judges it without building an error
+// (pduFault, setupFault). Its String is the field's name in RFC 9946 as
+// dataphase.PDUError carries it.
+type pduField uint8
+
+const (
+	fieldNone        pduField = iota // no fault
+	fieldLength                      // not the PDU's length
+	fieldPDUID                       // not the PDU's identifier
+	fieldChecksum                    // a non-zero checksum that does not verify
+	fieldCmdRequest                  // a Setup PDU's cmdRequest neither 1 nor 2
+	fieldCmdResponse                 // a Setup Request carrying ACKOK
+)
+
+func (f pduField) String() string {
+	switch f {
+	case fieldLength:
+		return "length"
+	case fieldPDUID:
+		return "pduId"
+	case fieldChecksum:
+		return "checkSum"
+	case fieldCmdRequest:
+		return "cmdRequest"
+	case fieldCmdResponse:
+		return "cmdResponse"
+	}
+	return ""
+}
+
+// rejection classes the fault as the counters tell them apart, as
+// dataphase.FieldRejection classes the field's name.
+func (f pduField) rejection() dataphase.Rejection {
+	switch f {
+	case fieldLength:
+		return dataphase.RejectSize
+	case fieldChecksum:
+		return dataphase.RejectChecksum
+	}
+	return dataphase.RejectFormat
 }
 
 // pduFault is checkPDU's judgement without an error value: the field at
-// fault ("length", "pduId", "checkSum"), or "" when b passes. A server
-// judges a flood of junk by it, at no allocation, and builds the error
-// only to log it.
-func pduFault(b []byte, id uint16, length int) string {
+// fault, or fieldNone when b passes. A server judges a flood of junk by
+// it, at no allocation, and builds the error only to log it.
+func pduFault(b []byte, id uint16, length int) pduField {
 	switch {
 	case len(b) != length:
-		return "length"
+		return fieldLength
 	case binary.BigEndian.Uint16(b) != id:
-		return "pduId"
+		return fieldPDUID
 	case binary.BigEndian.Uint16(b[len(b)-2:]) != 0 && !dataphase.ChecksumValid(b):
-		return "checkSum"
+		return fieldChecksum
 	}
-	return ""
+	return fieldNone
 }
 
 // setupFault is the field at fault in a datagram that is no well-formed
-// Setup PDU, as Decode would find it, or "" (see pduFault).
-func setupFault(b []byte) string {
-	if f := pduFault(b, SetupPDUID, SetupLen); f != "" {
+// Setup PDU, as Decode would find it, or fieldNone (see pduFault).
+func setupFault(b []byte) pduField {
+	if f := pduFault(b, SetupPDUID, SetupLen); f != fieldNone {
 		return f
 	}
 	if c := b[8]; c != SetupCmdRequest && c != SetupCmdResponse {
-		return "cmdRequest"
+		return fieldCmdRequest
 	}
-	return ""
+	return fieldNone
 }
 
 // SealControlChecksum stores the optional checksum of a control PDU in its

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 func TestParsePortRange(t *testing.T) {

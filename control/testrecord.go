@@ -29,10 +29,25 @@ type TestRecord struct {
 	// server's coercion (control/coerce.go).
 	SetupReq           SetupPDU
 	Requested, Granted ActivationPDU
+	// SubIntervals holds at most MaxRecordSubIntervals entries, each
+	// SubIntervalsMerged (0: 1) of them past that (AddSubInterval);
+	// SubIntervalCount were reported, Peak is the one of the highest
+	// IP-layer rate and RateSum their rates added up.
 	SubIntervals       []dataphase.SubIntervalResult
+	SubIntervalsMerged int
+	SubIntervalCount   int
+	Peak               dataphase.SubIntervalResult
+	RateSum            float64
 	ErrorStatus        int // as the test ends with it (-1's exit status)
 	EndReason          dataphase.EndReason
 	Warnings           []string // the Data Phase's warnings, at most dataphase.MaxWarnings
+	// Implausible counts the client's Status PDUs dropped because their
+	// figures cannot be true (dataphase/plausible.go: downstream, more
+	// received than the server sent). Non-zero: the client's figures were
+	// implausible; the Sub-Intervals above are only those that could be
+	// true, and ErrorStatus is dataphase.WarnImplausible's warning (or
+	// worse), never 0 (docs/security.md, "A downstream client's report").
+	Implausible uint64
 }
 
 // testRecorder gathers a TestRecord from a Test Connection's events, on
@@ -54,14 +69,15 @@ func newTestRecorder(sc *serverConn, peer netip.AddrPort, req SetupPDU, upstream
 		Setup: sc.at, Peer: peer, SetupFrom: sc.peer, TestPort: int(sc.sock.LocalAddr().Port()),
 		Upstream: upstream, IPv6: !IsIPv4(peer), SetupReq: req,
 		Requested: sc.requested, Granted: g,
-		SubIntervals: make([]dataphase.SubIntervalResult, 0, min(n, 4096)),
+		SubIntervals: make([]dataphase.SubIntervalResult, 0, min(n, MaxRecordSubIntervals)),
 	}}
 }
 
 func (t *testRecorder) event(ev *dataphase.Event) {
+	t.rec.Implausible += ev.Counts[dataphase.CountImplausible]
 	switch ev.Kind {
 	case dataphase.EvSubInterval:
-		t.rec.SubIntervals = append(t.rec.SubIntervals, ev.SubInt)
+		t.rec.AddSubInterval(&ev.SubInt)
 	case dataphase.EvWarning:
 		if len(t.rec.Warnings) < dataphase.MaxWarnings {
 			t.rec.Warnings = append(t.rec.Warnings, ev.Text)

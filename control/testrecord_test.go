@@ -8,23 +8,26 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/memnet"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/memnet"
 )
 
 // TestOnTestEnd: a Test Connection's Data Phase that reports two
 // Sub-Intervals, a warning and the stop handshake hands exactly one
 // record to OnTestEnd, after its end: the direction, the client, the
 // parameters asked and granted (the server's -t limit applied), both
-// Sub-Intervals, the warning's ErrorStatus and the end reason.
+// Sub-Intervals, the warning's ErrorStatus, the end reason and the Status
+// PDUs dropped as implausible, added up from the events' counts.
 func TestOnTestEnd(t *testing.T) {
 	sub := func(n uint32) dataphase.Event {
 		return dataphase.Event{Kind: dataphase.EvSubInterval, SubInt: dataphase.SubIntervalResult{Seq: n,
 			Stats: dataphase.SubIntervalStats{RxDatagrams: 100 * n, DeltaTime: 1e6}}}
 	}
-	events := []dataphase.Event{sub(1), sub(2),
+	var dropped dataphase.Counts // Status PDUs dropped as implausible, in two events
+	dropped[dataphase.CountImplausible] = 2
+	events := []dataphase.Event{sub(1), sub(2), {Kind: dataphase.EvTrial, Counts: dropped},
 		{Kind: dataphase.EvWarning, Code: 2, Text: "LOCAL WARNING: Incoming status feedback messages lost (3)"},
-		{Kind: dataphase.EvEnd, End: dataphase.EndStopped}}
+		{Kind: dataphase.EvEnd, End: dataphase.EndStopped, Counts: dropped}}
 	w := memnet.NewWire()
 	cfg := DefaultServerConfig()
 	cfg.BindAddrs = []string{"127.0.0.1"}
@@ -65,6 +68,9 @@ func TestOnTestEnd(t *testing.T) {
 	}
 	if len(r.SubIntervals) != 2 || r.SubIntervals[1].Stats.RxDatagrams != 200 || len(r.Warnings) != 1 {
 		t.Errorf("Sub-Intervals %+v, warnings %q", r.SubIntervals, r.Warnings)
+	}
+	if r.Implausible != 4 {
+		t.Errorf("%d Status PDUs dropped as implausible recorded, want 4", r.Implausible)
 	}
 	if r.Setup.IsZero() || r.Start.Before(r.Setup) || r.End.Before(r.Start) || time.Since(r.End) < 0 {
 		t.Errorf("times: setup %v, start %v, end %v", r.Setup, r.Start, r.End)

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // TestChecksumVectors protects the RFC 1071 arithmetic every PDU checksum

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // TestGoldenDataPDUs decodes every captured Load and Status PDU of OB-UDPST

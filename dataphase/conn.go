@@ -120,7 +120,7 @@ func NewConn(p Params, now clock.Pair) *Conn {
 	}
 	frag := newFragPlan(p.PathMTU, p.IPv6)
 	if c.loadSender {
-		row := p.InitialRate
+		row := p.Bound.clamp(p.InitialRate, p.IPv6)
 		switch {
 		case c.amp.on:
 			row = c.row(0) // until the peer shows it receives (amplification.go)

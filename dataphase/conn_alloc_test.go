@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // TestInvalidFloodAllocatesNothing: once a Test Connection has shown its

@@ -66,8 +66,10 @@ const (
 	// Interval (after a burst) and did not move the rate (status.go,
 	// adjustPace).
 	CountStatusRateHeld
-	// A client's Status or Load PDUs dropped because their figures
-	// cannot be true (plausible.go).
+	// Status or Load PDUs dropped because their figures cannot be true
+	// (plausible.go): a client's from its server, and a server's Status
+	// PDUs from a downstream client that reports more received than was
+	// sent.
 	CountImplausible
 
 	NumCounters // the number of Counters, not a Counter
@@ -110,7 +112,7 @@ var counterInfo = [NumCounters]CounterInfo{
 	CountAmpHeld:               {"amplification_held", "Load or Status PDUs held back before the peer showed it receives, the budget being spent"},
 	CountStatusUnproven:        {"status_unproven", "Status PDUs dropped for failing the proof of receipt (sizes or clock)"},
 	CountStatusRateHeld:        {"status_rate_held", "Status PDUs that came faster than one per Trial Interval and did not move the rate"},
-	CountImplausible:           {"implausible_dropped", "Status or Load PDUs a client dropped because their figures cannot be true (forged)"},
+	CountImplausible:           {"implausible_dropped", "Status or Load PDUs dropped because their figures cannot be true (forged): more received than was sent, numbers ahead of the test time"},
 }
 
 // CheckCounterInfo reports the first entry of a counter table whose name

@@ -136,6 +136,9 @@ type SubIntervalResult struct {
 	// Load Receiver's only, finedelay.go).
 	Fine          FineDelays
 	FragEstimated bool
+	// FineMin are the test's minima so far to the µs (ours; the Load
+	// Receiver's only, finedelay.go), beside ClockDeltaMin and RTTMinimum.
+	FineMin FineMinima
 
 	Wall int64 // wall clock (ns) when the result was produced
 }

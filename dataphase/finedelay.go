@@ -75,6 +75,13 @@ type fineClock struct {
 	owdSet   bool
 	rttMinUs int64
 	rttSet   bool
+	// The minimum over the round trips the peer answered within half a
+	// ms (response delay 0, rounded): their error is under +0.5 ms, never
+	// negative, while a rounded delay of 1 ms or more may be up to 0.5 ms
+	// more than the peer held the PDU, and rttMinUs, which RTTVar varies
+	// against, then reads 0 on a LAN.
+	rttHeldMinUs int64
+	rttHeldSet   bool
 }
 
 // owd takes a Load PDU's receive - send wall time and returns its
@@ -101,5 +108,48 @@ func (c *fineClock) rtt(rawNs int64, respDelayMs int64) uint32 {
 	if !c.rttSet || us < c.rttMinUs {
 		c.rttMinUs, c.rttSet = us, true
 	}
+	if respDelayMs == 0 && (!c.rttHeldSet || us < c.rttHeldMinUs) {
+		c.rttHeldMinUs, c.rttHeldSet = us, true
+	}
 	return sat32(us - c.rttMinUs)
+}
+
+// FineMinima are the test-wide minima of the FineDelays, to the
+// microsecond (ours; OB-UDPST's own minima are whole ms and read 0 on a
+// LAN). OWDUs is receive minus send wall time, clock difference included,
+// like OB-UDPST's Minimum One-Way Delay, and what OWDVar varies against.
+// RTTBaseUs is what RTTVar varies against: the least round trip less the
+// peer's response delay, which the Load PDU carries rounded to whole ms,
+// like OB-UDPST's RTT minimum; so RTTBaseUs plus a mean RTTVar is a mean
+// round trip, but RTTBaseUs alone may be up to 0.5 ms short (0 on a LAN).
+// RTTUs is the minimum round trip shown: over the round trips the peer
+// answered within half a ms (response delay 0), whose error is never
+// negative; RTTSet is false when there was none (a peer that always held
+// the Status PDU longer: then no minimum to the µs is known).
+type FineMinima struct {
+	OWDUs      int64
+	RTTUs      int64
+	RTTBaseUs  int64
+	OWDSet     bool
+	RTTSet     bool
+	RTTBaseSet bool
+}
+
+// Merge keeps the smaller of each minimum that o has.
+func (m *FineMinima) Merge(o *FineMinima) {
+	if o.OWDSet && (!m.OWDSet || o.OWDUs < m.OWDUs) {
+		m.OWDUs, m.OWDSet = o.OWDUs, true
+	}
+	if o.RTTSet && (!m.RTTSet || o.RTTUs < m.RTTUs) {
+		m.RTTUs, m.RTTSet = o.RTTUs, true
+	}
+	if o.RTTBaseSet && (!m.RTTBaseSet || o.RTTBaseUs < m.RTTBaseUs) {
+		m.RTTBaseUs, m.RTTBaseSet = o.RTTBaseUs, true
+	}
+}
+
+// minima is what c holds so far.
+func (c *fineClock) minima() FineMinima {
+	return FineMinima{OWDUs: roundUs(c.owdMinNs), OWDSet: c.owdSet, RTTUs: c.rttHeldMinUs, RTTSet: c.rttHeldSet,
+		RTTBaseUs: c.rttMinUs, RTTBaseSet: c.rttSet}
 }

@@ -36,3 +36,36 @@ func TestFineDelays(t *testing.T) {
 		t.Errorf("merged: %+v", sum.OWDVar)
 	}
 }
+
+// The minima to the µs: the round trip shown is the least the peer
+// answered within half a ms (response delay 0); a whole-ms delay rounded
+// above the trip makes the base RTTVar varies against 0, never the
+// minimum shown.
+func TestFineMinima(t *testing.T) {
+	var c fineClock
+	if m := c.minima(); m.OWDSet || m.RTTSet || m.RTTBaseSet {
+		t.Fatalf("minima before a sample: %+v", m)
+	}
+	c.owd(5_000_183_000)
+	c.owd(5_000_100_400)
+	c.rtt(38_801_000, 39) // held 38.5-39.5 ms: 0 after the delay
+	c.rtt(250_000, 0)
+	c.rtt(183_000, 0)
+	m := c.minima()
+	if !m.OWDSet || m.OWDUs != 5_000_100 || !m.RTTSet || m.RTTUs != 183 || !m.RTTBaseSet || m.RTTBaseUs != 0 {
+		t.Errorf("minima %+v, want one-way 5000100 µs, RTT 183 µs, base 0", m)
+	}
+	var only FineMinima
+	var held fineClock
+	held.rtt(900_000, 1)
+	only.Merge(&FineMinima{})
+	o := held.minima()
+	only.Merge(&o)
+	if only.RTTSet || !only.RTTBaseSet || only.RTTBaseUs != 0 {
+		t.Errorf("no round trip answered within half a ms: %+v, want no minimum shown", only)
+	}
+	only.Merge(&m)
+	if !only.RTTSet || only.RTTUs != 183 || !only.OWDSet || only.OWDUs != 5_000_100 {
+		t.Errorf("merged: %+v", only)
+	}
+}

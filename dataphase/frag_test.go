@@ -3,7 +3,7 @@ package dataphase
 import (
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 func TestFragPlan(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // The fuzz targets below check, for every decoder of this package, that it

@@ -13,7 +13,7 @@ import (
 // the anti-amplification rule (amplification.go), policing on real
 // lengths, sustained port unreachable, and the client's checks of what a
 // server grants. The attacks on real processes are in
-// cmd/udpstp/hostile_data_test.go.
+// e2e/hostile_data_test.go.
 
 // taLen is what a Test Activation Request and its Response carry at protocol
 // 20 (104 bytes each: control.ActivationLen), the budget's start in these

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // fullLoadHeader has a distinct non-zero value in every field, so that a

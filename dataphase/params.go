@@ -38,6 +38,9 @@ type Params struct {
 	Table []SendingRate
 	// InitialRate is the upstream client's first row, from the TA Response.
 	InitialRate SendingRate
+	// Bound is a client's own bound on the rate (ratebound.go); zero: none.
+	// Unused by a server.
+	Bound RateBound
 
 	// NoSeqRollback (-n): datagrams the kernel refuses consume their
 	// sequence numbers (they show as loss at the peer) instead of being

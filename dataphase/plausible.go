@@ -16,6 +16,15 @@ import (
 // (an OB-UDPST 9.0.0 server included): every bound has the slack of a real
 // path (queues, stalls, clock rates, duplication).
 //
+// The server runs the same rules on a downstream client (docs/security.md,
+// "A downstream client's report"): there the server is the Load Sender and
+// the client's Status PDUs report what it received, the figures the
+// server's record of the test keeps (control.TestRecord). A client that
+// reports more than the server sent (a 0.11 Mbit/s test once archived as
+// 962 Pbit/s) has its Status PDU dropped and counted (CountImplausible),
+// and the test ends with warning 10, so that the record is not "ok" and
+// keeps only the Sub-Intervals that could be true.
+//
 // Upstream the client is the Load Sender: it knows how many Load PDUs and
 // bytes it handed the kernel and when, so a Sub-Interval (or Trial
 // Interval) cannot report more distinct datagrams or bytes than were sent
@@ -42,11 +51,15 @@ const clockSlackPct = 1
 // sentSampleEvery and sentRingLen: the cumulative sent totals are sampled
 // every 100 ms and kept for 12.8 s, longer than the longest Sub-Interval
 // (10 s) plus plausibleQueue; an older start uses the test's start (a
-// looser bound, never a false one).
+// looser bound, never a false one). A server, which runs thousands of Test
+// Connections, samples every second into 16 (384 bytes a connection): a
+// base up to a second older, a looser bound again, never a false one.
 const (
-	sentSampleEvery = 100 * time.Millisecond
-	sentRingLen     = 128
-	echoRingLen     = 64 // our last Status PDUs' send times (3.2 s at 50 ms)
+	sentSampleEvery       = 100 * time.Millisecond
+	sentRingLen           = 128
+	serverSentSampleEvery = time.Second
+	serverSentRingLen     = 16
+	echoRingLen           = 64 // our last Status PDUs' send times (3.2 s at 50 ms)
 )
 
 // maxRowDgramsPerSec is the most datagrams a second any valid row sends
@@ -72,6 +85,7 @@ const (
 	implSent
 	implLoadSeq
 	implEcho
+	implTotal
 )
 
 var implausibleText = [...]string{
@@ -83,6 +97,7 @@ var implausibleText = [...]string{
 	implSent:        "it reports more received than was sent",
 	implLoadSeq:     "its sequence number jumps further ahead than any sending rate allows",
 	implEcho:        "it echoes a Status PDU time this end never sent",
+	implTotal:       "its Sub-Intervals add up to more received than was sent in the whole test",
 }
 
 func (r implausibility) String() string {
@@ -105,12 +120,19 @@ type plausible struct {
 	trialUs  int64
 
 	// Load Sender: totals the kernel accepted, the largest datagram, and
-	// the ring of samples.
+	// the ring of samples (sentRingLen every sentSampleEvery; a server's
+	// serverSentRingLen every serverSentSampleEvery).
 	dgrams, bytes uint64
 	maxLen        uint64
-	ring          []sentSample // sentRingLen, a client's only (a server runs thousands of Conns)
-	ringN         int          // samples written (the ring holds the last sentRingLen)
+	ring          []sentSample
+	ringN         int // samples written (the ring holds the last len(ring))
 	nextSample    clock.Time
+	sampleEvery   clock.Time
+
+	// Load Sender: the Sub-Intervals taken so far, added up: datagrams
+	// received in order (distinct, each one sent), the late and duplicate
+	// ones (each a copy of one sent, or late), and bytes.
+	tookInOrder, tookOther, tookBytes uint64
 
 	// Load Receiver: when the sequence number last advanced, and our
 	// Status PDUs' send times (wall ns).
@@ -124,28 +146,35 @@ type plausible struct {
 	lastSaid  uint64         // the count the last line said
 }
 
+// init sets the rules up at start: a client's always, a server's only
+// as a downstream Load Sender (upstream its own Load Receiver measures).
 func (p *plausible) init(par *Params, start clock.Time) {
+	downstreamServer := par.Server && !par.Upstream
 	*p = plausible{
-		on:       !par.Server,
-		start:    start,
-		periodUs: int64(par.SubIntPeriod / time.Microsecond),
-		trialUs:  int64(par.TrialInt / time.Microsecond),
+		on:          !par.Server || downstreamServer,
+		start:       start,
+		periodUs:    int64(par.SubIntPeriod / time.Microsecond),
+		trialUs:     int64(par.TrialInt / time.Microsecond),
+		sampleEvery: clock.Time(sentSampleEvery),
 	}
 	p.advanceAt = start
-	if p.on {
+	switch {
+	case downstreamServer:
+		p.ring, p.sampleEvery = make([]sentSample, serverSentRingLen), clock.Time(serverSentSampleEvery)
+	case p.on:
 		p.ring, p.echo = make([]sentSample, sentRingLen), make([]int64, echoRingLen)
 	}
 }
 
 // sample records the sent totals at now (before the plan of now is sent)
-// every sentSampleEvery.
+// every sampleEvery.
 func (p *plausible) sample(now clock.Time) {
-	if !p.on || now < p.nextSample {
+	if !p.on || now < p.nextSample || len(p.ring) == 0 {
 		return
 	}
-	p.ring[p.ringN%sentRingLen] = sentSample{at: now, dgrams: p.dgrams, bytes: p.bytes}
+	p.ring[p.ringN%len(p.ring)] = sentSample{at: now, dgrams: p.dgrams, bytes: p.bytes}
 	p.ringN++
-	p.nextSample = now + clock.Time(sentSampleEvery)
+	p.nextSample = now + p.sampleEvery
 }
 
 // sent adds one datagram of l bytes the kernel accepted.
@@ -160,9 +189,9 @@ func (p *plausible) sent(l uint16) {
 // ring: the start's zeros, a looser bound).
 func (p *plausible) sentSince(t clock.Time) (dgrams, bytes uint64) {
 	var base sentSample
-	n := min(p.ringN, sentRingLen)
+	n := min(p.ringN, len(p.ring))
 	for i := 1; i <= n; i++ {
-		s := p.ring[(p.ringN-i)%sentRingLen]
+		s := p.ring[(p.ringN-i)%len(p.ring)]
 		if s.at <= t {
 			base = s
 			break
@@ -245,7 +274,41 @@ func (p *plausible) status(s *StatusPDU, now clock.Time, newSub bool, used uint3
 	case st.DelayVarCnt > st.RxDatagrams:
 		return implCounts
 	}
-	return p.spanFits(now, st.DeltaTime, st.RxDatagrams, st.SeqErrDup, st.SeqErrOoo, st.SeqErrLoss, st.RxBytes, used)
+	if r := p.spanFits(now, st.DeltaTime, st.RxDatagrams, st.SeqErrDup, st.SeqErrOoo, st.SeqErrLoss, st.RxBytes, used); r != implOK {
+		return r
+	}
+	return p.totalFits(st)
+}
+
+// totalFits checks a new Sub-Interval st against the whole test: each
+// datagram is counted in one Sub-Interval, so those received in order
+// (RxDatagrams less the late and duplicate ones, spanFits made sure they
+// are no more) add up to at most the datagrams sent, with MaxPlan of
+// slack for a plan in flight; their bytes to at most the bytes sent plus
+// the largest size for each late, duplicate or in-flight one. spanFits
+// bounds each Sub-Interval by what was sent in it and plausibleQueue
+// before; this bounds their sum, which that slack would let grow.
+func (p *plausible) totalFits(st *SubIntervalStats) implausibility {
+	inOrder := uint64(st.RxDatagrams - st.SeqErrDup - st.SeqErrOoo)
+	other := uint64(st.SeqErrDup) + uint64(st.SeqErrOoo)
+	switch {
+	case p.tookInOrder+inOrder > p.dgrams+MaxPlan:
+		return implTotal
+	case p.tookBytes+st.RxBytes > p.bytes+(p.tookOther+other+MaxPlan)*p.maxLen:
+		return implTotal
+	}
+	return implOK
+}
+
+// took adds a Sub-Interval the Load Sender took (after status found it
+// plausible) to the totals totalFits checks.
+func (p *plausible) took(st *SubIntervalStats) {
+	if !p.on {
+		return
+	}
+	p.tookInOrder += uint64(st.RxDatagrams - st.SeqErrDup - st.SeqErrOoo)
+	p.tookOther += uint64(st.SeqErrDup) + uint64(st.SeqErrOoo)
+	p.tookBytes += st.RxBytes
 }
 
 // statusSent records the send time (wall ns) of a Status PDU of ours.

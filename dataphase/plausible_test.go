@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // Unit tests of a client's plausibility rules (plausible.go). The attack on
-// real processes is cmd/udpstp/hostile_client_test.go.
+// real processes is e2e/hostile_client_test.go.
 
 const plStart = clock.Time(1e9)
 
@@ -55,7 +56,7 @@ func TestPlausibleStatus(t *testing.T) {
 		{"genuine", func(*StatusPDU) {}, true, implOK},
 		{"genuine, the Sub-Interval already taken", func(*StatusPDU) {}, false, implOK},
 		{"old Sub-Interval with garbage, not taken", func(s *StatusPDU) { s.SubInt.RxBytes = 1 << 60 }, false, implOK},
-		// The attack of issue 22: 10,224 Mbit/s in a 5 Mbit/s test.
+		// The attack found in review: 10,224 Mbit/s in a 5 Mbit/s test.
 		{"10,224 Mbit/s", func(s *StatusPDU) { s.SubInt.RxBytes = 1_278_000_000 }, true, implSent},
 		{"far-ahead Sub-Interval", func(s *StatusPDU) { s.SubIntSeqNo = 4_000_000_000 }, true, implSubSeq},
 		{"Sub-Interval 6 at 3 s", func(s *StatusPDU) { s.SubIntSeqNo = 6 }, true, implSubSeq},
@@ -193,7 +194,7 @@ func TestPlausibleWarnings(t *testing.T) {
 	}
 }
 
-// TestPlausibleForgedStatusConn is issue 22's attack on a client's core:
+// TestPlausibleForgedStatusConn is the attack on a client's core:
 // an upstream test at row 5 whose server reports what it really got, and at
 // 2.5 s one forged Status PDU reporting 10,224 Mbit/s in Sub-Interval
 // 4,000,000,000. The forged one is dropped, counted and said once; every
@@ -286,4 +287,134 @@ func TestPlausibleShortPeriod(t *testing.T) {
 	if got := p.status(&s, now, true, 3000); got != implCounts {
 		t.Errorf("a loss of 5000 of 3000 numbers used: rule %d, want %d", got, implCounts)
 	}
+}
+
+// TestPlausibleTotal: Sub-Intervals that each fit what was sent in their
+// span and plausibleQueue before it cannot add up to more than the whole
+// test sent: at 4 s of 500 datagrams a second, a first Sub-Interval of
+// 1,500 (all of the last 3 s) is taken, a second of 1,500 is not; one of
+// 500 is, and duplicates and late ones count apart.
+func TestPlausibleTotal(t *testing.T) {
+	const rate = 500
+	p := plSender(4*time.Second, rate)
+	s := genuineStatus()
+	s.SeqNo, s.SubIntSeqNo, s.SubInt.AccumTime = 78, 3, 3001
+	s.SubInt.RxDatagrams, s.SubInt.RxBytes, s.SubInt.SeqErrOoo, s.SubInt.DelayVarCnt = rate*3, rate*3*1222, 0, 0
+	now := plAt(4 * time.Second)
+	if got := p.status(&s, now, true, uint32(p.dgrams)); got != implOK {
+		t.Fatalf("the first Sub-Interval of 3 s of datagrams: %s", got)
+	}
+	p.took(&s.SubInt)
+	s.SubIntSeqNo++
+	if got := p.status(&s, now, true, uint32(p.dgrams)); got != implTotal {
+		t.Errorf("a second one: rule %d (%s), want %s", got, got, implTotal)
+	}
+	s.SubInt.RxDatagrams, s.SubInt.RxBytes = rate, rate*1222
+	if got := p.status(&s, now, true, uint32(p.dgrams)); got != implOK {
+		t.Errorf("a second one of the rest: %s", got)
+	}
+	// Every one duplicated: the copies are not distinct datagrams sent.
+	s.SubInt.RxDatagrams, s.SubInt.SeqErrDup, s.SubInt.RxBytes = 2*rate, rate, 2*rate*1222
+	if got := p.status(&s, now, true, uint32(p.dgrams)); got != implOK {
+		t.Errorf("the rest, each twice: %s", got)
+	}
+}
+
+// TestServerPlausibility: a server sending downstream at row 0 after the
+// proof of receipt takes a genuine Sub-Interval and drops one that
+// reports 962 Pbit/s (the attack: a 0.11 Mbit/s test archived at that
+// rate, status ok), counting it as implausible and warning (code 10,
+// which makes the test's ErrorStatus, and so its record, not "ok"); the
+// forged figures reach no event. An upstream server keeps no such rules:
+// its own Load Receiver measures.
+func TestServerPlausibility(t *testing.T) {
+	c, r := validatedDownstream(t, 0)
+	if !c.pl.on || len(c.pl.ring) != serverSentRingLen || c.pl.echo != nil {
+		t.Fatalf("a downstream server's rules: on %v, ring %d, echo %d", c.pl.on, len(c.pl.ring), len(c.pl.echo))
+	}
+	var b RecvBatch
+	seq := uint32(1)
+	statusEvery := func(at time.Duration, b *RecvBatch) {
+		if at%(50*time.Millisecond) == 0 {
+			seq++
+			statusClockIn(b, seq, 0, 0, 0, r.now.Wall, r.now.Mono)
+		}
+	}
+	r.advance(1100*time.Millisecond, 100*time.Microsecond, statusEvery)
+	sub := func(n, dgrams uint32, bytes uint64) {
+		seq++
+		s := StatusPDU{SeqNo: seq, SubIntSeqNo: n, RTTMinimum: NoDelay, RTTVarSample: NoDelay, DelayVarMin: NoDelay,
+			SubInt: SubIntervalStats{RxDatagrams: dgrams, RxBytes: bytes, DeltaTime: 1_000_000, AccumTime: 1000 * n,
+				DelayVarMin: NoDelay, RTTVarMin: NoDelay}}
+		b.N, b.Pair = 0, r.now
+		nb := s.Encode(b.Buf(0), false)
+		b.Dgrams[0], b.N = InDatagram{Len: nb, Time: r.now.Mono}, 1
+		c.Receive(&b)
+		r.advance(time.Millisecond, 100*time.Microsecond, nil)
+	}
+	sent, sentBytes := uint32(r.dgrams), uint64(r.bytes)
+	// 962 Pbit/s for a second: 120 PB.
+	sub(1, 4_000_000_000, 120_250_000_000_000_000)
+	sub(1, sent, sentBytes) // everything sent so far: genuine
+	var subs []SubIntervalResult
+	var warned []string
+	for _, ev := range r.events {
+		switch {
+		case ev.Kind == EvSubInterval:
+			subs = append(subs, ev.SubInt)
+		case ev.Kind == EvWarning && ev.Code == WarnImplausible:
+			warned = append(warned, ev.Text)
+		}
+	}
+	r.c.Stop()
+	r.advance(5*time.Second, time.Millisecond, statusEvery)
+	if n := r.counts()[CountImplausible]; n != 1 {
+		t.Errorf("%d counted as implausible, want 1", n)
+	}
+	if len(subs) != 1 || subs[0].Stats.RxDatagrams != sent || subs[0].Stats.RxBytes != sentBytes {
+		t.Errorf("Sub-Intervals taken %+v, want the genuine one only (%d datagrams, %d bytes)", subs, sent, sentBytes)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "1 Status PDUs dropped") || !strings.Contains(warned[0], implSent.String()) {
+		t.Errorf("warnings %q", warned)
+	}
+	if up := NewConn(hostileParams(true, true, 0), hostileStart); up.pl.on || up.pl.ring != nil {
+		t.Errorf("an upstream server keeps the rules: on %v, ring %d", up.pl.on, len(up.pl.ring))
+	}
+}
+
+// TestServerPlausibilityAllocatesNothing: a downstream server's sends,
+// which now add to the rules' totals and sample them, allocate nothing.
+func TestServerPlausibilityAllocatesNothing(t *testing.T) {
+	c, r := validatedDownstream(t, 0)
+	c.Events()
+	var sb SendBuffer
+	now, sent := r.now, 0
+	a := race.AllocsPerRun(2000, func() {
+		now.Mono += clock.Time(100 * time.Microsecond)
+		now.Wall += int64(100 * time.Microsecond)
+		for c.Poll(now, &sb) {
+			sent += sb.N
+			c.Sent(sb.N)
+		}
+	})
+	if a != 0 || sent == 0 || c.pl.dgrams == 0 || c.pl.ringN == 0 {
+		t.Errorf("%.2f allocations a turn; %d sent, the rules' total %d, %d samples", a, sent, c.pl.dgrams, c.pl.ringN)
+	}
+}
+
+// validatedDownstream is a downstream server's Test Connection at row,
+// validated by a genuine first Status PDU 60 ms in, and its run.
+func validatedDownstream(t *testing.T, row uint16) (*Conn, *run) {
+	t.Helper()
+	c := NewConn(hostileParams(true, false, row), hostileStart)
+	r := newRun(c)
+	r.advance(60*time.Millisecond, 100*time.Microsecond, nil)
+	var b RecvBatch
+	b.Pair = r.now
+	genuineStatusIn(&b, c, 1, 1, uint32(r.sizes[0]), r.now)
+	c.Receive(&b)
+	if c.amp.on {
+		t.Fatal("not validated")
+	}
+	return c, r
 }

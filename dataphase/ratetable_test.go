@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 func sr(t1, p1, b1, t2, p2, b2, a2 uint32) SendingRate {

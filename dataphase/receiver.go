@@ -157,7 +157,33 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 		return 0
 	}
 
-	// RTT, on this host's clock alone: our Status PDU's send time came back.
+	remoteSeqErr = r.rttOf(h, rxWall, tos, hasTOS)
+
+	// One-way delay variation against the running minimum.
+	deltaNs := rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec)
+	r.sub.fine.OWDVar.add(r.fineClk.owd(deltaNs))
+	delta := roundMs(deltaNs)
+	d32 := wrapInt32(delta)
+	if !r.clockDeltaSet {
+		r.clockDeltaMin, r.clockDeltaSet = d32, true
+		r.trial.delayMinUpd = true
+		return remoteSeqErr
+	}
+	if d32 < r.clockDeltaMin {
+		r.clockDeltaMin = d32
+		r.trial.delayMinUpd = true
+	}
+	v := uint32(int64(d32) - int64(r.clockDeltaMin))
+	r.trial.owd.add(v)
+	r.sub.owd.add(v)
+	return remoteSeqErr
+}
+
+// rttOf takes the RTT sample of a Load PDU in order, on this host's clock
+// alone: when it echoes a Status PDU's send time not seen before, the time
+// since, less the peer's response delay. It returns the sender's
+// spduSeqErr with a sample, else 0, and writes the PDU to the -O ring.
+func (r *receiver) rttOf(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (remoteSeqErr uint16) {
 	echo := clock.Join(h.SpduTimeSec, h.SpduTimeNsec)
 	if echo != r.lastEcho {
 		r.lastEcho = echo
@@ -191,24 +217,6 @@ func (r *receiver) onLoad(h *LoadHeader, rxWall int64, tos uint8, hasTOS bool) (
 	} else if r.exp != nil {
 		r.exp.add(h, rxWall, r.ecnOf(tos, hasTOS), false, 0)
 	}
-
-	// One-way delay variation against the running minimum.
-	deltaNs := rxWall - clock.Join(h.LpduTimeSec, h.LpduTimeNsec)
-	r.sub.fine.OWDVar.add(r.fineClk.owd(deltaNs))
-	delta := roundMs(deltaNs)
-	d32 := wrapInt32(delta)
-	if !r.clockDeltaSet {
-		r.clockDeltaMin, r.clockDeltaSet = d32, true
-		r.trial.delayMinUpd = true
-		return remoteSeqErr
-	}
-	if d32 < r.clockDeltaMin {
-		r.clockDeltaMin = d32
-		r.trial.delayMinUpd = true
-	}
-	v := uint32(int64(d32) - int64(r.clockDeltaMin))
-	r.trial.owd.add(v)
-	r.sub.owd.add(v)
 	return remoteSeqErr
 }
 
@@ -343,6 +351,7 @@ func (r *receiver) closeSubInterval(nowWall int64, periodMs, trialMs int64) (Sub
 		ExtraPackets:  r.sub.frag.pkts,
 		ExtraIPBytes:  r.sub.frag.bytes,
 		Fine:          r.sub.fine,
+		FineMin:       r.fineClk.minima(),
 		Wall:          nowWall,
 	}
 	r.rttSum, r.rttCnt = 0, 0

@@ -81,6 +81,18 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	}
 	c.trafficCheck(now.Mono)
 	c.rcv.buildStatus(s, now.Wall)
+	if !c.p.Server && c.p.Bound.congested(s.TiRxBytes, s.TiRxDatagrams, s.TiDeltaTime, c.p.IPv6) {
+		// Above the client's bound (ratebound.go): a congested Trial
+		// Interval, by the delay input the server's search reads.
+		over := c.p.UpperThresh + 1
+		if s.RTTVarSample == NoDelay || s.RTTVarSample < over {
+			s.RTTVarSample = over
+		}
+		if s.DelayVarCnt == 0 {
+			s.DelayVarCnt = 1
+		}
+		s.DelayVarSum = max(s.DelayVarSum, over*s.DelayVarCnt)
+	}
 	s.TestAction = c.action
 	if c.rxStopped {
 		s.RxStopped = 1
@@ -137,25 +149,8 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		c.invalid(statusPDU, err, data, d.Len)
 		return
 	}
-	if c.amp.on {
-		switch {
-		case c.amp.proves(s, pair.WallAt(d.Time)):
-			// Validated: the normal rates apply from this Status PDU's
-			// rate adjustment on.
-			c.amp.on, c.snd.sizeCap = false, 0
-		case s.TiRxDatagrams > 0:
-			// It reports Load PDUs we never sent, or a clock that does
-			// not know the shift: forged, or not ours.
-			c.counts[CountStatusUnproven]++
-			c.amp.unproven++
-			if c.amp.unproven >= maxUnproven {
-				c.warn(WarnError, fmt.Sprintf("ERROR: %d Status PDUs failed the proof of receipt (forged activation?)", c.amp.unproven), true)
-				c.end(EndUnverified)
-			}
-			return
-		}
-		// Reporting none proves nothing: a sign of life only (below, no
-		// rate adjustment).
+	if c.amp.on && !c.statusProves(s, pair.WallAt(d.Time)) {
+		return
 	}
 	if !c.p.Server && !s.Rate.Valid() {
 		// A row no table holds would make us send as fast as we can.
@@ -182,21 +177,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	}
 	c.seen(d.Time, s.RxStopped)
 
-	// Status PDU sequence: a gap is loss, a step back reordering.
-	switch {
-	case s.SeqNo >= c.lastStatusSeq+1:
-		gap := s.SeqNo - c.lastStatusSeq - 1
-		c.spduSeqErr = uint16(min(gap, SpduSeqErrOoO-1))
-		c.lastStatusSeq = s.SeqNo
-	default:
-		c.spduSeqErr = SpduSeqErrOoO
-	}
-	if c.spduSeqErr != 0 {
-		c.counts[CountLocalStatusLoss] += uint64(c.spduSeqErr)
-		if c.canWarn(false) {
-			c.warn(WarnLocalStatusLoss, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
-		}
-	}
+	c.statusSequence(s.SeqNo)
 	c.echoSec, c.echoNsec = s.SpduTimeSec, s.SpduTimeNsec
 	if s.RTTVarSample != NoDelay {
 		c.peerRTTSum += s.RTTVarSample
@@ -212,7 +193,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		RTTVarSample: s.RTTVarSample, Datagrams: s.TiRxDatagrams, CE: s.TiRxCECount,
 	}
 	if !c.p.Server && !stop {
-		c.snd.setRow(s.Rate, pair.Mono, c.phase)
+		c.snd.setRow(c.p.Bound.clamp(s.Rate, c.p.IPv6), pair.Mono, c.phase)
 	}
 	if s.DelayMinUpd != 0 && s.RTTMinimum != NoDelay {
 		c.events = append(c.events, Event{Kind: EvMinimum, ClockDeltaMin: s.ClockDeltaMin, RTTMinimum: s.RTTMinimum})
@@ -221,6 +202,7 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 	// report one again. (OB-UDPST compares for inequality.)
 	if s.SubIntSeqNo > c.lastSubSeq {
 		c.lastSubSeq = s.SubIntSeqNo
+		c.pl.took(&s.SubInt)
 		r := SubIntervalResult{
 			Seq:           s.SubIntSeqNo,
 			Stats:         s.SubInt,
@@ -248,6 +230,51 @@ func (c *Conn) onStatus(data []byte, d *InDatagram, pair clock.Pair) {
 		}
 	}
 	c.trialEvent(fb, s, false)
+}
+
+// statusProves judges a Status PDU while the peer has not yet shown that
+// it receives what we send (amplification.go), at its arrival's wall
+// time in ns: false when it is to be dropped, after counting it and, at
+// maxUnproven of them, ending the Test Connection.
+func (c *Conn) statusProves(s *StatusPDU, wall int64) bool {
+	switch {
+	case c.amp.proves(s, wall):
+		// Validated: the normal rates apply from this Status PDU's
+		// rate adjustment on.
+		c.amp.on, c.snd.sizeCap = false, 0
+	case s.TiRxDatagrams > 0:
+		// It reports Load PDUs we never sent, or a clock that does
+		// not know the shift: forged, or not ours.
+		c.counts[CountStatusUnproven]++
+		c.amp.unproven++
+		if c.amp.unproven >= maxUnproven {
+			c.warn(WarnError, fmt.Sprintf("ERROR: %d Status PDUs failed the proof of receipt (forged activation?)", c.amp.unproven), true)
+			c.end(EndUnverified)
+		}
+		return false
+	}
+	// Reporting none proves nothing: a sign of life only (no rate
+	// adjustment while c.amp.on).
+	return true
+}
+
+// statusSequence takes a Status PDU's sequence number: a gap is loss, a
+// step back reordering; either is counted and warned of.
+func (c *Conn) statusSequence(seq uint32) {
+	switch {
+	case seq >= c.lastStatusSeq+1:
+		gap := seq - c.lastStatusSeq - 1
+		c.spduSeqErr = uint16(min(gap, SpduSeqErrOoO-1))
+		c.lastStatusSeq = seq
+	default:
+		c.spduSeqErr = SpduSeqErrOoO
+	}
+	if c.spduSeqErr != 0 {
+		c.counts[CountLocalStatusLoss] += uint64(c.spduSeqErr)
+		if c.canWarn(false) {
+			c.warn(WarnLocalStatusLoss, "LOCAL WARNING: Incoming status feedback messages lost ("+seqErrText(c.spduSeqErr)+")", false)
+		}
+	}
 }
 
 // adjustBurst is how many Status PDUs ahead of one per Trial Interval may

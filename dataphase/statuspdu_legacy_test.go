@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // legacyStatusCarried is false at the bytes of a pre-11 Status PDU that no

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // fullStatus has a distinct non-zero value in every field, a negative

@@ -25,12 +25,22 @@ const (
 // Is reports whether host is a `srv:NAME` argument.
 func Is(host string) bool { return strings.HasPrefix(host, Prefix) }
 
+// MaxCandidates bounds the candidates of one name: a zone that lists
+// hundreds of targets or addresses (a hostile one, or a mistake) makes a
+// client send Setups to at most this many, the first in RFC 2782's order
+// (docs/fleet.md). Addresses no server has (unspecified, which reach the
+// local host; multicast) are left out before the count.
+const MaxCandidates = 8
+
 // Candidate is one server to try: the SRV target (or NAME) it came from,
 // one of its addresses and the control port.
 type Candidate struct {
 	Name string     // the SRV target, or NAME itself; no trailing dot
 	Addr netip.Addr // the address to try
 	Port int        // the control port: the SRV record's, or the default
+	// Priority is the SRV record's (RFC 2782: lower first); 0 for a
+	// name's own addresses and a list's servers, all one priority.
+	Priority uint16
 }
 
 // String is "name (addr:port)", or "addr:port" when the name is the
@@ -90,8 +100,11 @@ func Lookup(ctx context.Context, r Resolver, host string, defaultPort int, netwo
 			}
 			return nil, fmt.Errorf("%s at %s, and %s has no address: %w", why, srvName, name, aerr)
 		}
-		out := make([]Candidate, 0, len(addrs))
+		var out []Candidate
 		for _, a := range addrs {
+			if len(out) == MaxCandidates {
+				break
+			}
 			out = append(out, Candidate{Name: name, Addr: a, Port: defaultPort})
 		}
 		return out, nil
@@ -99,6 +112,9 @@ func Lookup(ctx context.Context, r Resolver, host string, defaultPort int, netwo
 	var out []Candidate
 	var failed []string
 	for _, rec := range Order(recs, rng) {
+		if len(out) >= MaxCandidates {
+			break // no lookup of the targets past the cap either
+		}
 		target := strings.TrimSuffix(rec.Target, ".")
 		if target == "" {
 			continue // "." among other records: no server there
@@ -109,7 +125,9 @@ func Lookup(ctx context.Context, r Resolver, host string, defaultPort int, netwo
 			continue
 		}
 		for _, a := range addrs {
-			out = append(out, Candidate{Name: target, Addr: a, Port: int(rec.Port)})
+			if len(out) < MaxCandidates {
+				out = append(out, Candidate{Name: target, Addr: a, Port: int(rec.Port), Priority: rec.Priority})
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -121,19 +139,20 @@ func Lookup(ctx context.Context, r Resolver, host string, defaultPort int, netwo
 // lookupAddrs returns host's addresses of network's families, unmapped,
 // or an error when there is none.
 func lookupAddrs(ctx context.Context, r Resolver, network, host string) ([]netip.Addr, error) {
+	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a.Unmap()}, nil
-	}
-	addrs, err := r.LookupNetIP(ctx, network, host)
-	if err != nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = r.LookupNetIP(ctx, network, host); err != nil {
 		return nil, err
 	}
-	out := make([]netip.Addr, 0, len(addrs))
+	out := make([]netip.Addr, 0, min(len(addrs), MaxCandidates))
 	for _, a := range addrs {
-		out = append(out, a.Unmap())
+		if a = a.Unmap(); !a.IsUnspecified() && !a.IsMulticast() {
+			out = append(out, a)
+		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no %s address", network)
+		return nil, fmt.Errorf("no %s address a server may have", network)
 	}
 	return out, nil
 }
@@ -143,4 +162,35 @@ func lookupAddrs(ctx context.Context, r Resolver, network, host string) ([]netip
 func isNotFound(err error) bool {
 	var de *net.DNSError
 	return err == nil || errors.As(err, &de) && de.IsNotFound
+}
+
+// Server is a host (a name or an address) and its control port: one
+// server of a list.
+type Server struct {
+	Host string
+	Port int
+}
+
+// LookupList returns the candidates of a list of servers (the agent's
+// servers of a test: docs/agent.md), in the list's order and all of one
+// priority: each host's first address of network's families, as a single
+// server is resolved, at most MaxCandidates of them. failed says why each
+// server left out has no candidate; no candidate at all is an error.
+func LookupList(ctx context.Context, r Resolver, servers []Server, network string) (out []Candidate, failed []string, err error) {
+	for i, s := range servers {
+		if len(out) == MaxCandidates {
+			failed = append(failed, fmt.Sprintf("%d more not looked up: at most %d", len(servers)-i, MaxCandidates))
+			break
+		}
+		addrs, aerr := lookupAddrs(ctx, r, network, s.Host)
+		if aerr != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", s.Host, aerr))
+			continue
+		}
+		out = append(out, Candidate{Name: s.Host, Addr: addrs[0], Port: s.Port})
+	}
+	if len(out) == 0 {
+		return nil, failed, fmt.Errorf("no server of the list has an address (%s)", strings.Join(failed, "; "))
+	}
+	return out, failed, nil
 }

@@ -3,6 +3,7 @@ package discover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -11,7 +12,7 @@ import (
 )
 
 // fakeResolver answers from maps: the ordering and fallback logic's
-// tests. The lab tests (cmd/udpstp srv_lab_test.go) ask a real dnsmasq.
+// tests. The lab tests (e2e/srv_lab_test.go) ask a real dnsmasq.
 type fakeResolver struct {
 	srv   map[string][]*net.SRV // by the full SRV name
 	addrs map[string][]netip.Addr
@@ -63,7 +64,7 @@ func TestLookupSRV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Candidate{{"a.example.test", addrA, 1000}, {"a.example.test", addrA6, 1000}, {"b.example.test", addrB, 2000}}
+	want := []Candidate{{"a.example.test", addrA, 1000, 10}, {"a.example.test", addrA6, 1000, 10}, {"b.example.test", addrB, 2000, 20}}
 	if len(got) != len(want) {
 		t.Fatalf("candidates %v, want %v", got, want)
 	}
@@ -93,7 +94,7 @@ func TestLookupFallbackToAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0] != (Candidate{"many.example.test", addrA, 25000}) || got[1].Addr != addrB {
+	if len(got) != 2 || got[0] != (Candidate{"many.example.test", addrA, 25000, 0}) || got[1].Addr != addrB {
 		t.Errorf("candidates %v", got)
 	}
 }
@@ -122,5 +123,50 @@ func TestLookupErrors(t *testing.T) {
 	}
 	if !Is("srv:x") || Is("x") || Is("SRV") {
 		t.Error("Is")
+	}
+}
+
+// A hostile zone (or a mistaken one) with 300 SRV targets, or a name with
+// 300 addresses among them unspecified ones, yields at most MaxCandidates
+// candidates, none unspecified or multicast, and the targets past the cap
+// are not even looked up.
+func TestLookupHostileZone(t *testing.T) {
+	f := &fakeResolver{srv: map[string][]*net.SRV{}, addrs: map[string][]netip.Addr{}}
+	var recs []*net.SRV
+	var many []netip.Addr
+	for i := range 300 {
+		name := fmt.Sprintf("t%d.hostile.test", i)
+		recs = append(recs, &net.SRV{Target: name + ".", Port: uint16(20000 + i), Priority: uint16(i % 3)})
+		a := netip.AddrFrom4([4]byte{198, 18, byte(i / 250), byte(1 + i%250)})
+		f.addrs[name] = []netip.Addr{netip.IPv4Unspecified(), netip.MustParseAddr("::"), netip.MustParseAddr("224.0.0.1"), a}
+		many = append(many, netip.IPv4Unspecified(), a)
+	}
+	f.srv["_udpst._udp.hostile.test"] = recs
+	f.addrs["flat.hostile.test"] = many
+	for _, host := range []string{"srv:hostile.test", "srv:flat.hostile.test"} {
+		f.asked = nil
+		got, err := Lookup(context.Background(), f, host, 24601, "ip", rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		if len(got) == 0 || len(got) > MaxCandidates {
+			t.Errorf("%s: %d candidates, want 1 to %d", host, len(got), MaxCandidates)
+		}
+		for _, c := range got {
+			if c.Addr.IsUnspecified() || c.Addr.IsMulticast() {
+				t.Errorf("%s: candidate %v", host, c)
+			}
+		}
+		if len(f.asked) > MaxCandidates+2 {
+			t.Errorf("%s: %d lookups for at most %d candidates", host, len(f.asked), MaxCandidates)
+		}
+	}
+	// Only unspecified addresses: no candidate, an error that says so.
+	f.addrs["zero.hostile.test"] = []netip.Addr{netip.IPv4Unspecified(), netip.MustParseAddr("::")}
+	if got, err := Lookup(context.Background(), f, "srv:zero.hostile.test", 24601, "ip", rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Errorf("only unspecified addresses: %v", got)
+	}
+	if got, err := Lookup(context.Background(), f, "srv:0.0.0.0", 24601, "ip", rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Errorf("srv:0.0.0.0: %v", got)
 	}
 }

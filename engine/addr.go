@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/udpstp/udpstp/dataphase"
 )
@@ -101,4 +103,64 @@ func planBind(laddr netip.AddrPort, o SocketOptions) (bindPlan, error) {
 		return bindPlan{v6: true, v6only: o.V6Only, addr: netip.AddrPortFrom(ip, port)}, nil
 	}
 	return bindPlan{}, fmt.Errorf("socket family %d: want 4, 6 or 0", o.Family)
+}
+
+// addrPort6 makes the address of a kernel's struct sockaddr_in6: an
+// IPv4-mapped address unmapped, and a scope id kept as the zone, in
+// decimal, as sockaddrOf reads it back (a link-local peer is known by
+// address and interface). Every read that returns a sockaddr_in6 goes
+// through it.
+func addrPort6(a [16]byte, port int, scope uint32) netip.AddrPort {
+	ip := netip.AddrFrom16(a)
+	if ip.Is4In6() {
+		return netip.AddrPortFrom(ip.Unmap(), uint16(port))
+	}
+	if scope != 0 {
+		ip = ip.WithZone(strconv.FormatUint(uint64(scope), 10))
+	}
+	return netip.AddrPortFrom(ip, uint16(port))
+}
+
+// peerFilter is the emulated connect of a socket that cannot connect
+// (socket_other.go, whose every read checks it): it accepts only the
+// datagrams of the peer. A scoped (link-local) peer's zone is compared as
+// the interface it names, since a read reports it as the interface's name
+// (net.UDPConn) or its index (a raw recvfrom: addrPort6), and Connect's
+// caller may have given either.
+type peerFilter struct {
+	peer  netip.AddrPort // unmapped, without its zone; invalid: accept all
+	zones [2]string      // the peer's zone as index and as name; "" for none
+}
+
+// newPeerFilter makes the filter for peer, resolving its zone once.
+func newPeerFilter(peer netip.AddrPort) peerFilter {
+	peer = unmapAddrPort(peer)
+	ip := peer.Addr()
+	f := peerFilter{peer: netip.AddrPortFrom(ip.WithZone(""), peer.Port())}
+	if z := ip.Zone(); z != "" {
+		f.zones = [2]string{z, z}
+		if i, err := strconv.Atoi(z); err == nil {
+			if ifi, err := net.InterfaceByIndex(i); err == nil {
+				f.zones[1] = ifi.Name
+			}
+		} else if ifi, err := net.InterfaceByName(z); err == nil {
+			f.zones[0] = strconv.Itoa(ifi.Index)
+		}
+	}
+	return f
+}
+
+// accepts reports whether a datagram from from passes the filter. It
+// allocates nothing.
+func (f *peerFilter) accepts(from netip.AddrPort) bool {
+	if !f.peer.IsValid() {
+		return true
+	}
+	from = unmapAddrPort(from)
+	ip := from.Addr()
+	if from.Port() != f.peer.Port() || ip.WithZone("") != f.peer.Addr() {
+		return false
+	}
+	z := ip.Zone()
+	return z == f.zones[0] || z == f.zones[1]
 }

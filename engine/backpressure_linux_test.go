@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/clock"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 	"golang.org/x/sys/unix"
 )
 

@@ -4,7 +4,6 @@ package engine
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"unsafe"
 
@@ -31,24 +30,25 @@ var (
 // MSG_TRUNC) err = ulen"). Header-only reads copy 208 bytes, not 9 KB.
 const recvFlags = unix.MSG_DONTWAIT | unix.MSG_TRUNC
 
-func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
-	n := b.N
-	if n <= 0 {
-		return 0, nil
-	}
-	if n > len(b.Dgrams) {
-		return 0, fmt.Errorf("send plan of %d datagrams, at most %d", n, len(b.Dgrams))
-	}
+// sendBatch is SendBatch past its checks of b (1 to len(b.Dgrams)
+// datagrams).
+func (s *Socket) sendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
 	x.lastBackpressure = 0
-	if x.fd < 0 {
-		return 0, net.ErrClosed
-	}
-	if !s.peer.IsValid() {
-		return 0, ErrNotConnected
-	}
+	err = x.withFd(func(fd int) (err error) {
+		if !s.peer.IsValid() {
+			return ErrNotConnected
+		}
+		sent, err = s.sendmmsg(b, fd)
+		return err
+	})
+	return sent, err
+}
+
+// sendmmsg sends b's plan on fd, GSO runs grouped; with mu held shared.
+func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd int) (int, error) {
+	x := &s.sys
+	n := b.N
 	next := 0     // first datagram the kernel has not taken
 	calls := 0    // sendmmsg calls that took something
 	gsoMsgs := 0  // GSO messages among what they took
@@ -62,7 +62,7 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 	mtuReplanned := false
 	defer func() {
 		if tooBigAt >= 0 {
-			s.countPath(CountMessageTooBig)
+			s.stats.countPath(CountMessageTooBig)
 		}
 		if calls > 0 {
 			s.stats[CountSendCalls].Add(uint64(calls))
@@ -84,9 +84,9 @@ replan:
 			var k int
 			var e unix.Errno
 			if x.sendFn == nil {
-				k, e = sendmmsg(x.fd, x.msgs[m:nm])
+				k, e = sendmmsg(fd, x.msgs[m:nm])
 			} else {
-				k, e = x.sendFn(x.fd, x.msgs[m:nm])
+				k, e = x.sendFn(fd, x.msgs[m:nm])
 			}
 			if e == 0 && k == 0 {
 				e = unix.EAGAIN // not expected with vlen > 0; never spin on it
@@ -94,7 +94,7 @@ replan:
 			if e == 0 {
 				if tooBigAt >= 0 {
 					tooBigAt = -1
-					s.countPath(CountMessageTooBig)
+					s.stats.countPath(CountMessageTooBig)
 				}
 				calls++
 				for _, r := range x.runs[m : m+k] {
@@ -129,35 +129,35 @@ replan:
 				// more may be pending: take them before the retry, so
 				// that it meets only what this message itself causes.
 				tooBigAt = next
-				s.refreshMTU()
+				x.refreshMTU()
 				s.takePending()
 				continue replan
 			case sendPathGiveUp:
-				s.countPath(pathClassOf(e))
+				s.stats.countPath(pathClassOf(e))
 				givenUp += n - next
 				next = n
 				return next, nil
 			case sendPathSkip:
-				s.countPath(pathClassOf(e))
+				s.stats.countPath(pathClassOf(e))
 				pathErrs++
 				givenUp += r.count
 				m++
 				next = x.runBase + r.start + r.count
 			case sendPathRetry, sendPathReplan:
-				s.countPath(pathClassOf(e))
+				s.stats.countPath(pathClassOf(e))
 				pathErrs++
 				retried = next
 				s.takePending()
 				if act == sendPathReplan {
-					s.refreshMTU()
+					x.refreshMTU()
 					continue replan
 				}
 			case sendGSOCheckMTU:
 				s.stats[CountGSORefusals].Add(1)
 				mtuReplanned = true
 				old := x.mtu.Load()
-				s.refreshMTU()
-				if x.mtu.Load() != old && r.segSize > s.mtuPayload() {
+				x.refreshMTU()
+				if x.mtu.Load() != old && r.segSize > x.mtuPayload() {
 					continue replan
 				}
 				s.disableGSO(e, r)
@@ -205,13 +205,13 @@ func (s *Socket) buildMessages(b *dataphase.SendBuffer, from int) int {
 	if x.gsoMaxBytes > 0 {
 		maxBytes = x.gsoMaxBytes
 	}
-	runs := planGSO(b.Dgrams[from:b.N], maxSegs, maxBytes, s.mtuPayload(), x.runs[:0])
+	runs := planGSO(b.Dgrams[from:b.N], maxSegs, maxBytes, x.mtuPayload(), x.runs[:0])
 	x.runBase = from
 	iov := 0
 	for m, r := range runs {
 		first := iov
 		for i := from + r.start; i < from+r.start+r.count; i++ {
-			iov = s.datagramIovecs(b, i, iov)
+			iov = x.datagramIovecs(b, i, iov)
 		}
 		h := &x.msgs[m].Hdr
 		h.Iov = nil
@@ -245,63 +245,33 @@ func setUDPSegment(h *unix.Msghdr, w []uint64, seg int) {
 }
 
 // datagramIovecs points iovecs iov and iov+1 at datagram i of b: its slot
-// and its filler. It returns the next free iovec.
-func (s *Socket) datagramIovecs(b *dataphase.SendBuffer, i, iov int) int {
-	x := &s.sys
-	d := b.Dgrams[i]
-	l, h := int(d.Len), int(d.HdrLen)
-	slot := b.Slot(i)
-	if h > l { // a header longer than the datagram: send what Len allows
-		slot, h = slot[:l], l
-	}
-	fill := l - h
-	if b.RandomFill && fill > 0 {
-		// Fresh bytes right after the header, in the slot's spare room
-		// (a slot is SlotLen bytes; Slot returns only its header, but its
-		// capacity runs on, and the executor owns the buffer).
-		if k := min(fill, freshFill); h+k <= dataphase.SlotLen {
-			slot = slot[:h+k]
-			x.fill.rng.fillRandom(slot[h:])
-			fill -= k
+// and its filler (randomFiller.datagram). It returns the next free iovec.
+func (x *sysSocket) datagramIovecs(b *dataphase.SendBuffer, i, iov int) int {
+	head, fill := x.fill.datagram(b, i)
+	for _, p := range [2][]byte{head, fill} {
+		if len(p) > 0 {
+			x.iovs[iov].Base = &p[0]
+			x.iovs[iov].SetLen(len(p))
+			iov++
 		}
-	}
-	if len(slot) > 0 {
-		x.iovs[iov].Base = &slot[0]
-		x.iovs[iov].SetLen(len(slot))
-		iov++
-	}
-	if fill > 0 {
-		var src []byte
-		if b.RandomFill {
-			src = x.fill.window(fill)
-		} else {
-			src = zeroFill[:fill]
-		}
-		x.iovs[iov].Base = &src[0]
-		x.iovs[iov].SetLen(fill)
-		iov++
 	}
 	return iov
 }
 
-// recvBatch is RecvBatch for the executors: clk is the turn's clock (nil:
-// read the clock pair afresh), gro the executor's GRO scratch (nil: the
-// socket's own, made at its first GRO read).
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gro *groScratch) error {
-	b.N = 0
-	n := min(limit, dataphase.MaxRecv)
-	if n <= 0 {
-		return nil
-	}
+// recv is recvBatch past its checks: n is 1 to MaxRecv, b.N is 0.
+func (s *Socket) recv(b *dataphase.RecvBatch, n int, clk *turnClock, gro *groScratch) error {
+	return s.sys.withFd(func(fd int) error {
+		if s.gro {
+			return s.recvGRO(b, n, clk, gro)
+		}
+		return s.recvmmsg(b, n, clk, fd)
+	})
+}
+
+// recvmmsg reads up to n datagrams into b with one recvmmsg on fd (EINTR
+// and a first path error aside); with mu held shared.
+func (s *Socket) recvmmsg(b *dataphase.RecvBatch, n int, clk *turnClock, fd int) error {
 	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	if s.gro {
-		return s.recvGRO(b, n, clk, gro)
-	}
 	if x.rbatch != b {
 		x.rbatch, x.rready = b, 0
 	}
@@ -322,7 +292,7 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gr
 	var got int
 	refused := false
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(x.fd), uintptr(unsafe.Pointer(&x.rmsgs[0])), uintptr(n), recvFlags, 0, 0)
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&x.rmsgs[0])), uintptr(n), recvFlags, 0, 0)
 		if e == 0 {
 			got = int(r)
 			break
@@ -368,9 +338,9 @@ func (s *Socket) recvErrno(e unix.Errno, refused *bool) (again bool, err error) 
 		return false, nil
 	}
 	if k := pathClassOf(e); k != noPathError {
-		s.countPath(k)
+		s.stats.countPath(k)
 		if e == unix.EMSGSIZE {
-			s.refreshMTU()
+			s.sys.refreshMTU()
 		}
 		if !*refused {
 			*refused = true
@@ -416,7 +386,3 @@ func parseRecvCmsgs(ctl []byte, pair clock.Pair, d *dataphase.InDatagram) (seg i
 	}
 	return seg
 }
-
-// zeroFill is the filler of ordinary datagrams. The kernel only reads it;
-// nothing writes it, so its pages stay the shared zero page.
-var zeroFill [fillPoolLen]byte

@@ -13,8 +13,8 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // The kernel receive timestamp is the arrival, not the read: a datagram
@@ -420,8 +420,8 @@ func TestSendErrnos(t *testing.T) {
 			if sent != w.sent || (err != nil) != w.err {
 				t.Fatalf("sent %d, err %v; want %d, err %v", sent, err, w.sent, w.err)
 			}
-			if a.lastSendBackpressure() != w.bp || a.lastSendWouldBlock() != w.block {
-				t.Fatalf("backpressure %v/%v", a.lastSendBackpressure(), a.lastSendWouldBlock())
+			if a.sys.lastSendBackpressure() != w.bp || a.sys.lastSendWouldBlock() != w.block {
+				t.Fatalf("backpressure %v/%v", a.sys.lastSendBackpressure(), a.sys.lastSendWouldBlock())
 			}
 			if a.GSOEnabled() != w.gso || (hooks == 1) == w.gso {
 				t.Fatalf("GSO %v, hook called %d times", a.GSOEnabled(), hooks)

@@ -81,7 +81,7 @@ func RunConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.L
 }
 
 func newConn(sock *Socket, core Core, onEvent func(dataphase.Event), log *slog.Logger) *Conn {
-	sock.leaveNetpoller() // the Engine Thread's ppoll watches it from now on
+	sock.sys.leaveNetpoller() // the Engine Thread's ppoll watches it from now on
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -249,9 +249,9 @@ func (s *coreState) sendPlans(clk *turnClock, b *dataphase.SendBuffer, now clock
 
 func backpressureOf(s *Socket) backpressure {
 	switch {
-	case s.lastSendWouldBlock():
+	case s.sys.lastSendWouldBlock():
 		return bpFull
-	case s.lastSendBackpressure():
+	case s.sys.lastSendBackpressure():
 		return bpRefused
 	}
 	return bpNone

@@ -12,7 +12,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 // fakeCore sends one datagram every interval for runFor from its first

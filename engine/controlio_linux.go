@@ -18,38 +18,20 @@ import (
 // a socket awaiting its Test Activation parks a goroutine, never an OS
 // thread. The Data Phase's batch calls are in batch_linux.go.
 
-func (s *Socket) sendTo(b []byte, to netip.AddrPort) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	a, err := addrForSocket(to, s.v6)
-	if err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
+// sendTo sends b to a, an address in the socket's family form (SendTo
+// checked it).
+func (s *Socket) sendTo(b []byte, a netip.AddrPort) error {
 	sa := sockaddrOf(a, s.v6)
-	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, sa) }); err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
-	return nil
+	return s.sys.withFd(func(fd int) error {
+		return s.sendRetry(func() error { return unix.Sendto(fd, b, 0, sa) })
+	})
 }
 
+// send sends b to the connected peer.
 func (s *Socket) send(b []byte) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	if !s.peer.IsValid() {
-		return ErrNotConnected
-	}
-	if err := s.sendRetry(func() error { return unix.Sendto(x.fd, b, 0, nil) }); err != nil {
-		return fmt.Errorf("send to %v: %w", s.peer, err)
-	}
-	return nil
+	return s.sys.withFd(func(fd int) error {
+		return s.sendRetry(func() error { return unix.Sendto(fd, b, 0, nil) })
+	})
 }
 
 // sendRetry runs a control-phase send, waiting up to controlSendWait for
@@ -133,15 +115,15 @@ func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, er
 // deadline (zero: without limit). It turns the outcome into RecvFrom's
 // errors.
 func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	err := retryEINTR(x.fd, read)
-	if err == unix.EAGAIN {
-		err = s.waitRead(deadline, read)
+	var err error
+	if cerr := s.sys.withFd(func(fd int) error {
+		err = retryEINTR(fd, read)
+		if err == unix.EAGAIN {
+			err = s.waitRead(deadline, read)
+		}
+		return nil
+	}); cerr != nil {
+		return cerr
 	}
 	switch {
 	case err == nil:
@@ -149,7 +131,7 @@ func (s *Socket) controlRead(deadline time.Time, read func(fd int) error) error 
 	case s.closed.Load():
 		return net.ErrClosed // Close ended the wait with a past deadline
 	case isPathError(err):
-		s.countPath(pathClassOf(err.(unix.Errno)))
+		s.stats.countPath(pathClassOf(err.(unix.Errno)))
 		return fmt.Errorf("recv on %v from %v: %w", s.laddr, s.peer, os.NewSyscallError("recvfrom", err))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("recv on %v: %w", s.laddr, os.ErrDeadlineExceeded)
@@ -220,8 +202,7 @@ func (s *Socket) netpollerFile(deadline time.Time) (*os.File, error) {
 // every datagram of the Data Phase). fd moves to a duplicate, with mu held
 // exclusively so no one uses the old number meanwhile, and the netpoller's
 // File, which owns the old number, is closed.
-func (s *Socket) leaveNetpoller() {
-	x := &s.sys
+func (x *sysSocket) leaveNetpoller() {
 	x.waitMu.Lock()
 	if x.waitFile != nil {
 		_ = x.waitFile.SetReadDeadline(pastDeadline) // a RecvFrom still waiting lets go of mu

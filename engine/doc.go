@@ -20,24 +20,27 @@
 //     edge-triggered epoll set and a deadline heap, with the same
 //     per-Test-Connection turn.
 //
-// Files are split by concern, with the platform code behind the narrow API
-// of the shared files: socket.go (API, options), socket_counters.go (the
-// socket counters and their table), addr.go (IPv4-mapped addresses), gso.go
-// (the pure GSO grouping arithmetic), gro.go (the pure arithmetic of cutting
-// a UDP GRO message back into datagrams, and the remainder a batch could not
-// take), gro_linux.go (the UDP GRO option and reads), filler.go (datagram
-// filler), batch_linux.go (sendmmsg/recvmmsg), sendpolicy.go (what sendBatch does
-// after each errno, pure), socket_linux.go (open, connect, socket options,
-// pending errors), controlio_linux.go (the Control Phase's sends and
-// receives), sockaddr_linux.go (kernel addresses), errors_linux.go (errno
-// classes),
+// Files are split by concern, with the platform code behind the narrow
+// interfaces of the shared files (platformSocket, platformOps): socket.go
+// (API, options, and the checks both platforms share), socket_counters.go
+// (the socket counters and their table), addr.go (IPv4-mapped addresses,
+// zones, the emulated connect's filter), gso.go (the pure GSO grouping
+// arithmetic), gro.go (the pure arithmetic of cutting a UDP GRO message
+// back into datagrams, and the remainder a batch could not take),
+// gro_linux.go (the UDP GRO option and reads), filler.go (datagram filler,
+// for both platforms), batch_linux.go (sendmmsg/recvmmsg), sendpolicy.go
+// (what sendBatch does after each errno, pure), socket_linux.go (open,
+// connect, socket options, pending errors; withFd, the one way to use the
+// descriptor), controlio_linux.go (the Control Phase's sends and receives),
+// sockaddr_linux.go (kernel addresses), errors_linux.go (errno classes),
 // socket_other.go (net.UDPConn fallback) and sockopt_*.go (its socket
-// options per platform), wait*.go (the wait, the Waker, timer slack),
+// options and raw read per platform), wait*.go (the wait, the Waker, timer slack),
 // ending.go (a core's events and end, shared by both executors), conn.go and
 // thread.go (the per-Test-Connection executor), pool.go (the pool's API and
 // options), pool_linux.go (placing Test Connections on Engine Threads),
 // poolthread_linux.go (an Engine Thread and its turns),
 // pool_epoll_linux.go (their epoll registrations, readiness and wait),
+// group.go (the grouping window by load),
 // holdoff.go (the receive hold-off's arithmetic, tested on every platform),
 // gridphase.go (the phases of a thread's grid), pool_other.go (the pool off
 // Linux: one Engine Thread per Test Connection), heap.go (the deadline

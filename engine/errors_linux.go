@@ -90,8 +90,8 @@ func isPathError(err error) bool {
 const noPathError = NumSocketCounters
 
 // countPath counts one path error in counter k (noPathError: none).
-func (s *Socket) countPath(k SocketCounter) {
+func (st *socketStats) countPath(k SocketCounter) {
 	if k < NumSocketCounters {
-		s.stats[k].Add(1)
+		st[k].Add(1)
 	}
 }

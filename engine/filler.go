@@ -1,9 +1,14 @@
 package engine
 
+import "github.com/udpstp/udpstp/dataphase"
+
 // Filler: the bytes after the header the core writes. A Load PDU is a
 // 32-byte header and up to ~9 KB (65 KB in theory) of payload nobody reads,
 // so the executor sends the payload from shared memory instead of copying
 // it: a second iovec per datagram, pointing at zeros or at a random pool.
+// Off Linux the socket writes one datagram at a time, and copies the same
+// two parts into one buffer (socket_other.go): randomFiller.datagram says
+// what they are, for both.
 
 // fillPoolLen covers the longest UDP payload (65,527 bytes), so one iovec
 // always suffices for the filler.
@@ -76,3 +81,39 @@ func (f *randomFiller) window(n int) []byte {
 	}
 	return f.pool[off : off+n]
 }
+
+// datagram returns the two parts of datagram i of b: head, the start of
+// its slot (its header, and with RandomFill the fresh filler bytes written
+// right after the header, in the slot's spare room: a slot is SlotLen
+// bytes, Slot returns only its header, but its capacity runs on, and the
+// executor owns the buffer), and fill, the rest of its Len bytes, from
+// zeroFill or from f's pool. A header longer than the datagram is cut to
+// Len. It allocates nothing.
+func (f *randomFiller) datagram(b *dataphase.SendBuffer, i int) (head, fill []byte) {
+	d := b.Dgrams[i]
+	l, h := int(d.Len), int(d.HdrLen)
+	head = b.Slot(i)
+	if h > l { // a header longer than the datagram: send what Len allows
+		head, h = head[:l], l
+	}
+	n := l - h
+	if b.RandomFill && n > 0 {
+		if k := min(n, freshFill); h+k <= dataphase.SlotLen {
+			head = head[:h+k]
+			f.rng.fillRandom(head[h:])
+			n -= k
+		}
+	}
+	switch {
+	case n == 0:
+	case b.RandomFill:
+		fill = f.window(n)
+	default:
+		fill = zeroFill[:n]
+	}
+	return head, fill
+}
+
+// zeroFill is the filler of ordinary datagrams. The kernel only reads it;
+// nothing writes it, so its pages stay the shared zero page.
+var zeroFill [fillPoolLen]byte

@@ -9,9 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setGRO asks the kernel for UDP GRO on fd. Tests replace it to play a
-// kernel that refuses (ENOPROTOOPT before 5.0).
-var setGRO = func(fd int) error {
+// setGRO asks the kernel for UDP GRO on fd. Tests pass another
+// (SocketOptions.setGRO) to play a kernel that refuses (ENOPROTOOPT
+// before 5.0).
+func setGRO(fd int) error {
 	return unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1)
 }
 
@@ -61,7 +62,11 @@ func (g *groScratch) get() *groMsgs {
 // refuses it (before 5.0: ENOPROTOOPT) leaves the socket as it was, read
 // datagram by datagram; Stats says which.
 func (s *Socket) enableGRO(fd int, o SocketOptions) {
-	if o.GRO && setGRO(fd) == nil {
+	set := setGRO
+	if o.setGRO != nil {
+		set = o.setGRO
+	}
+	if o.GRO && set(fd) == nil {
 		s.gro = true
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // The GSO messages of these tests: 40 segments of 1,000 bytes and a
@@ -329,13 +329,12 @@ func TestGROOffAndRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
+			bo := SocketOptions{SockBuf: 4 << 20, GRO: c.gro}
 			if c.refused {
-				old := setGRO
-				setGRO = func(int) error { calls++; return unix.ENOPROTOOPT }
-				t.Cleanup(func() { setGRO = old })
+				bo.setGRO = func(int) error { calls++; return unix.ENOPROTOOPT }
 			}
 			a := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{SockBuf: 4 << 20})
-			b := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), SocketOptions{SockBuf: 4 << 20, GRO: c.gro})
+			b := mustOpen(t, netip.MustParseAddrPort("127.0.0.1:0"), bo)
 			mustConnect(t, a, b.LocalAddr())
 			mustConnect(t, b, a.LocalAddr())
 			if c.refused && calls != 1 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 // Test helpers. A SendBuffer's slot writer is unexported in dataphase, but

@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -33,20 +32,16 @@ var pktInfoSpace = unix.CmsgSpace(16) + max(unix.CmsgSpace(unix.SizeofInet4Pktin
 // RecvFromTo reads: IP_PKTINFO (IPv4, also on an AF_INET6 socket that
 // takes IPv4) and, on an AF_INET6 socket, IPV6_RECVPKTINFO.
 func (s *Socket) EnablePktInfo() error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	err4 := unix.SetsockoptInt(x.fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
-	if !s.v6 {
-		return os.NewSyscallError("setsockopt IP_PKTINFO", err4)
-	}
-	if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
-		return os.NewSyscallError("setsockopt IPV6_RECVPKTINFO", err)
-	}
-	return nil // IP_PKTINFO fails on an IPv6-only socket, which needs none
+	return s.sys.withFd(func(fd int) error {
+		err4 := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
+		if !s.v6 {
+			return os.NewSyscallError("setsockopt IP_PKTINFO", err4)
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
+			return os.NewSyscallError("setsockopt IPV6_RECVPKTINFO", err)
+		}
+		return nil // IP_PKTINFO fails on an IPv6-only socket, which needs none
+	})
 }
 
 // RecvFromTo is RecvFrom that also returns the address the datagram was
@@ -98,12 +93,6 @@ func (s *Socket) SendToFrom(b []byte, to netip.AddrPort, from netip.Addr) error 
 	if !from.IsValid() || from.IsUnspecified() {
 		return s.SendTo(b, to)
 	}
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
 	a, err := addrForSocket(to, s.v6)
 	if err != nil {
 		return err
@@ -115,8 +104,10 @@ func (s *Socket) SendToFrom(b []byte, to netip.AddrPort, from netip.Addr) error 
 		oob = (&ipv6.ControlMessage{Src: from.AsSlice()}).Marshal()
 	}
 	sa := sockaddrOf(a, s.v6)
-	return s.sendRetry(func() error {
-		_, err := unix.SendmsgN(x.fd, b, oob, sa, 0)
-		return err
+	return s.sys.withFd(func(fd int) error {
+		return s.sendRetry(func() error {
+			_, err := unix.SendmsgN(fd, b, oob, sa, 0)
+			return err
+		})
 	})
 }

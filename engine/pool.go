@@ -7,7 +7,7 @@ import (
 )
 
 // The pool of Engine Threads: the executor of a Linux server, and of a Linux
-// client (server.NewClientNet; UDPSTP_CLIENT_THREADS bounds its threads).
+// client (enginenet.NewClient; UDPSTP_CLIENT_THREADS bounds its threads).
 //
 // A Pool starts Engine Threads as Test Connections arrive, up to as many as
 // the CPUs the process may use (AllowedCPUs: its affinity mask and its
@@ -78,7 +78,8 @@ type PoolOptions struct {
 	// earliest sleeps until the last of them and serves them in one turn,
 	// so each is at most Group late (Load PDUs are still stamped when they
 	// leave). It trades wake-ups for lateness, as OB-UDPST's fixed 100 µs
-	// tick does.
+	// tick does. GroupByLoad lets each thread choose it from the Test
+	// Connections it carries (group.go).
 	Group time.Duration
 	// PhaseConns is how many Test Connections of a thread share a phase
 	// of the grid before it opens another (gridphase.go): 0 means
@@ -101,6 +102,9 @@ type PoolStats struct {
 	// threads' worth of work the pool did (0 off Linux, where it is not
 	// measured).
 	Busy time.Duration
+	// GroupMax is the widest grouping window any of its threads used
+	// (PoolOptions.Group); 0: none.
+	GroupMax time.Duration
 }
 
 // Pool is a pool of Engine Threads. Its methods are safe for concurrent
@@ -159,11 +163,7 @@ func (p *Pool) Describe() string {
 	if h := p.HoldOff(); h > 0 {
 		hold = fmt.Sprintf("receive hold-off up to %v", h)
 	}
-	if p.opts.Group > 0 {
-		hold += fmt.Sprintf(", grouping window %v", p.opts.Group)
-	} else {
-		hold += ", no grouping window"
-	}
+	hold += ", " + describeGroup(p.opts.Group)
 	if n := p.phaseConns(); n > 0 {
 		hold += fmt.Sprintf(", a phase of the grid per %d Test Connections of a thread", n)
 	} else {

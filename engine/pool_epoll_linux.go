@@ -7,7 +7,6 @@ package engine
 // readiness or a command.
 
 import (
-	"net"
 	"os"
 	"time"
 
@@ -37,28 +36,25 @@ const (
 // descriptor of its file is closed).
 func (t *poolThread) epollAdd(c *PoolConn) error {
 	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	cfd, err := unix.FcntlInt(uintptr(x.cancelFd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
-	}
-	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
-	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, x.fd, &ev); err != nil {
-		unix.Close(cfd)
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	ev = unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen<<1 | 1}
-	if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, cfd, &ev); err != nil {
-		_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
-		unix.Close(cfd)
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	c.cancelFd = cfd
-	return nil
+	return x.withFd(func(fd int) error {
+		cfd, err := unix.FcntlInt(uintptr(x.cancelFd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
+		}
+		ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
+		if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			unix.Close(cfd)
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		ev = unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen<<1 | 1}
+		if err := unix.EpollCtl(t.epfd, unix.EPOLL_CTL_ADD, cfd, &ev); err != nil {
+			_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+			unix.Close(cfd)
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		c.cancelFd = cfd
+		return nil
+	})
 }
 
 // epollDel takes c's socket and close signal out of the epoll set. A
@@ -74,29 +70,21 @@ func (t *poolThread) epollDel(c *PoolConn) {
 		unix.Close(c.cancelFd)
 		c.cancelFd = -1
 	}
-	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return
-	}
-	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, x.fd, nil)
+	_ = c.sock.sys.withFd(func(fd int) error {
+		return unix.EpollCtl(t.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	})
 }
 
 // watchOut adds or removes EPOLLOUT for c's socket.
 func (t *poolThread) watchOut(c *PoolConn, on bool) {
-	x := &c.sock.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
 	c.wantOut = on
-	if x.fd < 0 {
-		return
-	}
 	ev := unix.EpollEvent{Events: epollIn, Fd: c.slot, Pad: c.gen << 1}
 	if on {
 		ev.Events |= unix.EPOLLOUT
 	}
-	_ = unix.EpollCtl(t.epfd, unix.EPOLL_CTL_MOD, x.fd, &ev)
+	_ = c.sock.sys.withFd(func(fd int) error {
+		return unix.EpollCtl(t.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
+	})
 }
 
 func (t *poolThread) markReady(c *PoolConn) {

@@ -3,6 +3,8 @@
 package engine
 
 import (
+	"time"
+
 	"errors"
 	"runtime"
 	"sync"
@@ -112,7 +114,7 @@ func (p *Pool) Run(sock *Socket, core Core, onEvent func(dataphase.Event)) *Pool
 }
 
 func newPoolConn(sock *Socket, core Core, onEvent func(dataphase.Event)) *PoolConn {
-	sock.leaveNetpoller() // the Engine Thread's epoll set watches it from now on, with its close signal
+	sock.sys.leaveNetpoller() // the Engine Thread's epoll set watches it from now on, with its close signal
 	if onEvent == nil {
 		onEvent = func(dataphase.Event) {}
 	}
@@ -183,7 +185,9 @@ func (p *Pool) Stats() PoolStats {
 		st.Turns += t.turns.Load()
 		st.Wakeups += t.wakeups.Load()
 		st.Busy += t.busyTime(now)
+		st.GroupMax = max(st.GroupMax, time.Duration(t.groupMax.Load()))
 	}
+	st.GroupMax = max(st.GroupMax, s.gone.GroupMax)
 	return st
 }
 

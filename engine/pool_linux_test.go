@@ -14,8 +14,8 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 	"golang.org/x/sys/unix"
 )
 
@@ -587,5 +587,38 @@ func TestPoolThreadGivesPhases(t *testing.T) {
 	b, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
 	if c := addTestConn(th, b, newFakeCore(time.Millisecond, 0), nil); c.phase != -1 {
 		t.Errorf("a core without a grid got phase %d", c.phase)
+	}
+}
+
+// With GroupByLoad a thread's grouping window follows the Test
+// Connections it carries, as they come and go, and the pool reports the
+// widest it used; with a fixed window, that window.
+func TestPoolThreadGroupsByLoad(t *testing.T) {
+	th := newTestThread(t, PoolOptions{Threads: 1, Group: GroupByLoad})
+	var conns []*PoolConn
+	for i := 1; i <= groupFrom+10; i++ {
+		a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+		conns = append(conns, addTestConn(th, a, newFakeCore(time.Millisecond, 0), nil))
+		if th.group != groupFor(i) {
+			t.Fatalf("with %d Test Connections the window is %v, want %v", i, th.group, groupFor(i))
+		}
+	}
+	if th.group != clock.Time(10*groupPerConn) {
+		t.Errorf("%d beyond the first %d: window %v, want %v", 10, groupFrom, th.group, 10*groupPerConn)
+	}
+	for _, c := range conns[groupFrom-1:] {
+		th.remove(c)
+	}
+	if th.group != 0 {
+		t.Errorf("back to %d Test Connections: window %v, want none", th.live, th.group)
+	}
+	if got := time.Duration(th.groupMax.Load()); got != 10*groupPerConn {
+		t.Errorf("widest window used %v, want %v", got, 10*groupPerConn)
+	}
+	fixed := newTestThread(t, PoolOptions{Threads: 1, Group: 50 * time.Microsecond})
+	a, _ := openPair(t, "127.0.0.1:0", SocketOptions{})
+	addTestConn(fixed, a, newFakeCore(time.Millisecond, 0), nil)
+	if fixed.group != clock.Time(50*time.Microsecond) {
+		t.Errorf("a fixed window became %v", fixed.group)
 	}
 }

@@ -62,9 +62,13 @@ type poolThread struct {
 	collect  bool // collect readiness in the next turn
 	quitting bool
 	group    clock.Time // the grouping window; 0: none
-	readN    int        // datagrams read in the current turn
-	hold     holdOff
-	phases   gridPhases
+	// groupByLoad: group follows live (groupFor); groupMax is the widest
+	// window the thread has used, for Pool.GroupingWindow.
+	groupByLoad bool
+	groupMax    atomic.Int64
+	readN       int // datagrams read in the current turn
+	hold        holdOff
+	phases      gridPhases
 }
 
 func newPoolThread(p *Pool, id int) (*poolThread, error) {
@@ -81,6 +85,8 @@ func newPoolThread(p *Pool, id int) (*poolThread, error) {
 		done: make(chan struct{}), collect: true}
 	t.hold.max = clock.Time(max(p.opts.HoldOff, 0))
 	t.group = clock.Time(max(p.opts.Group, 0))
+	t.groupByLoad = p.opts.Group == GroupByLoad
+	t.groupMax.Store(int64(t.group))
 	t.phases.per = p.phaseConns()
 	return t, nil
 }
@@ -305,6 +311,7 @@ func (t *poolThread) remove(c *PoolConn) {
 		t.slotGen[c.slot]++
 		t.free = append(t.free, c.slot)
 		t.live--
+		t.regroup()
 	}
 	if c.phase >= 0 {
 		t.phases.give(int(c.phase))
@@ -379,6 +386,7 @@ func (t *poolThread) add(c *PoolConn) {
 	}
 	t.slots[slot] = c
 	t.live++
+	t.regroup()
 	c.slot, c.gen = slot, t.slotGen[slot]
 	_, rcv := c.sock.Granted()
 	c.rcvPayload = int64(rcv / 2)
@@ -421,6 +429,18 @@ func (t *poolThread) stop(c *PoolConn) {
 	t.heap.set(c, 0)
 }
 
+// regroup sets the grouping window by load after the thread took or let
+// go a Test Connection.
+func (t *poolThread) regroup() {
+	if !t.groupByLoad {
+		return
+	}
+	t.group = groupFor(t.live)
+	if int64(t.group) > t.groupMax.Load() {
+		t.groupMax.Store(int64(t.group))
+	}
+}
+
 // busyTime is the thread's time out of waits until now.
 func (t *poolThread) busyTime(now clock.Time) time.Duration {
 	b := t.busy.Load()
@@ -444,6 +464,7 @@ func (t *poolThread) die(r any, stack []byte) {
 			s.gone.Turns += t.turns.Load()
 			s.gone.Wakeups += t.wakeups.Load()
 			s.gone.Busy += t.busyTime(clock.Mono())
+			s.gone.GroupMax = max(s.gone.GroupMax, time.Duration(t.groupMax.Load()))
 			break
 		}
 	}

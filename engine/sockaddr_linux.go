@@ -33,14 +33,7 @@ func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
 	case *unix.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
 	case *unix.SockaddrInet6:
-		ip := netip.AddrFrom16(sa.Addr)
-		if ip.Is4In6() {
-			return netip.AddrPortFrom(ip.Unmap(), uint16(sa.Port))
-		}
-		if sa.ZoneId != 0 {
-			ip = ip.WithZone(strconv.FormatUint(uint64(sa.ZoneId), 10))
-		}
-		return netip.AddrPortFrom(ip, uint16(sa.Port))
+		return addrPort6(sa.Addr, sa.Port, sa.ZoneId)
 	}
 	return netip.AddrPort{}
 }

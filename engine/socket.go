@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +42,11 @@ type SocketOptions struct {
 	// leaves the socket reading as without it (Stats, GROEnabled). Off
 	// Linux it does nothing.
 	GRO bool
+
+	// setGRO, if set, stands for setsockopt(UDP_GRO) (gro_linux.go): the
+	// tests play a kernel that refuses it.
+	//lint:ignore U1000 read by gro_linux.go only: off Linux there is no GRO to refuse
+	setGRO func(fd int) error
 }
 
 // ErrNotConnected is returned by the connected-socket operations before
@@ -63,10 +71,52 @@ type Socket struct {
 	gso     atomic.Bool
 	gro     bool // UDP GRO is on, fixed at open
 	closed  atomic.Bool
-	stats   [NumSocketCounters]atomic.Uint64
+	stats   socketStats
 
 	sys sysSocket // platform part
 }
+
+// The platform layer: socket_linux.go and its neighbours (raw system
+// calls), or socket_other.go (net.UDPConn: off Linux, and with -tags
+// portable). Socket's methods in this file hold what both share: the
+// checks of the arguments and of a closed socket, the choice of options,
+// the wording of errors. They call the platform through the narrow
+// interfaces below, which each build checks, so that neither side can
+// grow an operation the other lacks. What a platform does with its own
+// state alone is a method of its sysSocket; what needs the Socket (its
+// counters, addresses, GSO switch) is a method of Socket in its files.
+type (
+	// platformSocket is what a sysSocket gives.
+	platformSocket interface {
+		handle() int // the descriptor, -1 once closed
+		close() error
+		setsockoptInt(level, opt, v int) error
+		setRecvErr(on, v6 bool) error
+		pathMTU() int
+		leaveNetpoller()
+		lastSendWouldBlock() bool
+		lastSendBackpressure() bool
+	}
+	// platformOps is what each platform adds to Socket.
+	platformOps interface {
+		open(p bindPlan, o SocketOptions) error
+		connect(peer, a netip.AddrPort) error
+		sendTo(b []byte, a netip.AddrPort) error
+		send(b []byte) error
+		recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error)
+		sendBatch(b *dataphase.SendBuffer) (int, error)
+		recv(b *dataphase.RecvBatch, n int, clk *turnClock, gro *groScratch) error
+		clearError()
+		EnablePktInfo() error
+		RecvFromTo(b []byte, deadline time.Time) (int, netip.AddrPort, netip.Addr, error)
+		SendToFrom(b []byte, to netip.AddrPort, from netip.Addr) error
+	}
+)
+
+var (
+	_ platformSocket = (*sysSocket)(nil)
+	_ platformOps    = (*Socket)(nil)
+)
 
 // OpenUDP opens a non-blocking UDP socket bound to laddr (see SocketOptions
 // for the family rules; an unset laddr with FamilyAny binds [::] dual-stack,
@@ -114,7 +164,12 @@ func (s *Socket) Stats() SocketStats {
 
 // Fd returns the socket's file descriptor (a SOCKET handle on Windows), or
 // -1 once closed. The Socket keeps owning it.
-func (s *Socket) Fd() int { return s.fd() }
+func (s *Socket) Fd() int {
+	if s.closed.Load() {
+		return -1
+	}
+	return s.sys.handle()
+}
 
 // Close closes the socket. It is idempotent, and a RecvFrom or executor
 // wait blocked on the socket in another goroutine returns promptly.
@@ -122,7 +177,10 @@ func (s *Socket) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.close()
+	if err := s.sys.close(); err != nil {
+		return fmt.Errorf("close %v: %w", s.laddr, err)
+	}
+	return nil
 }
 
 // Connect fixes the socket's peer: the kernel then drops datagrams from
@@ -133,13 +191,56 @@ func (s *Socket) Close() error {
 // the Test Activation that starts the peer's Data Phase, so none of the
 // peer's Data Phase is among them), and it reads the path MTU that bounds
 // GSO. A plain IPv4 peer on an AF_INET6 socket is mapped.
-func (s *Socket) Connect(peer netip.AddrPort) error { return s.connect(peer) }
+// Off Linux, Connect is emulated (socket_other.go): the datagrams of
+// anyone else are dropped on receive, by peerFilter (addr.go).
+func (s *Socket) Connect(peer netip.AddrPort) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	a, err := addrForSocket(peer, s.v6)
+	if err != nil {
+		return fmt.Errorf("connect %v: %w", s.laddr, err)
+	}
+	if err := s.connect(peer, a); err != nil {
+		return err
+	}
+	s.peer = unmapAddrPort(peer)
+	return nil
+}
+
+// PathMTU returns the path MTU read from the kernel at Connect (refreshed
+// after EMSGSIZE), 0 if unknown or off Linux. Datagrams whose packets
+// exceed it are sent without GSO, so the kernel fragments them.
+func (s *Socket) PathMTU() int { return s.sys.pathMTU() }
 
 // SendTo sends one datagram to to (control phase).
-func (s *Socket) SendTo(b []byte, to netip.AddrPort) error { return s.sendTo(b, to) }
+func (s *Socket) SendTo(b []byte, to netip.AddrPort) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	a, err := addrForSocket(to, s.v6)
+	if err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	if err := s.sendTo(b, a); err != nil {
+		return fmt.Errorf("send to %v: %w", to, err)
+	}
+	return nil
+}
 
 // Send sends one datagram to the connected peer (control phase).
-func (s *Socket) Send(b []byte) error { return s.send(b) }
+func (s *Socket) Send(b []byte) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	if !s.peer.IsValid() {
+		return ErrNotConnected
+	}
+	if err := s.send(b); err != nil {
+		return fmt.Errorf("send to %v: %w", s.peer, err)
+	}
+	return nil
+}
 
 // RecvFrom reads one datagram into b, waiting until one arrives, the
 // deadline passes (an error for which errors.Is(err,
@@ -154,19 +255,68 @@ func (s *Socket) RecvFrom(b []byte, deadline time.Time) (n int, from netip.AddrP
 // for IPv4 peers (also on an AF_INET6 socket talking to an IPv4-mapped
 // peer, where Linux takes the IPv4 header's TOS from IP_TOS and ignores
 // IPV6_TCLASS), IPV6_TCLASS for IPv6 peers.
-func (s *Socket) SetTOS(tos uint8, ipv4Peer bool) error { return s.setTOS(tos, ipv4Peer) }
+func (s *Socket) SetTOS(tos uint8, ipv4Peer bool) error {
+	return s.setTOSOption(tosSend, ipv4Peer, int(tos))
+}
 
 // EnableRecvTOS asks for the TOS / Traffic Class of each received datagram:
 // IP_RECVTOS for IPv4 peers (also on an AF_INET6 socket), IPV6_RECVTCLASS
 // for IPv6 peers. Off Linux it does nothing: TOS is not received there.
-func (s *Socket) EnableRecvTOS(ipv4Peer bool) error { return s.enableRecvTOS(ipv4Peer) }
+func (s *Socket) EnableRecvTOS(ipv4Peer bool) error {
+	return s.setTOSOption(tosRecv, ipv4Peer, 1)
+}
+
+// tosOptions are the options of one traffic class setting, by the peer's
+// IP version: v4 at the IP level, v6 at the IPv6 level, which an AF_INET
+// socket does not have. -1: the platform has no such option, and setting
+// it does nothing (after the same checks).
+type tosOptions struct {
+	v4, v6       int
+	name4, name6 string
+}
+
+// setTOSOption sets the option of o for packets to an IPv4 peer
+// (ipv4Peer) or an IPv6 one to v. Errors name the option chosen.
+func (s *Socket) setTOSOption(o tosOptions, ipv4Peer bool, v int) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	level, opt, name := sysIPProtoIP, o.v4, o.name4
+	if !ipv4Peer {
+		if !s.v6 {
+			return fmt.Errorf("%s on IPv4 socket %v", o.name6, s.laddr)
+		}
+		level, opt, name = sysIPProtoIPv6, o.v6, o.name6
+	}
+	if opt < 0 {
+		return nil
+	}
+	if err := s.sys.setsockoptInt(level, opt, v); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return net.ErrClosed
+		}
+		return fmt.Errorf("%s %#x on %v: %w", name, v, s.laddr, os.NewSyscallError("setsockopt", err))
+	}
+	return nil
+}
 
 // SetRecvErr turns IP_RECVERR (and on an AF_INET6 socket IPV6_RECVERR) on
 // or off. With it on, an unconnected socket too reports an ICMP error for
 // a datagram it sent on its next receive: a client's Setup Request to a
 // port where nothing listens gets ECONNREFUSED at once. Turning it off
 // empties the error queue it filled. Off Linux it does nothing.
-func (s *Socket) SetRecvErr(on bool) error { return s.setRecvErr(on) }
+func (s *Socket) SetRecvErr(on bool) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	if err := s.sys.setRecvErr(on, s.v6); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return net.ErrClosed
+		}
+		return fmt.Errorf("ICMP errors on receive, %v: %w", s.laddr, err)
+	}
+	return nil
+}
 
 // SendBatch sends b.Dgrams[0:b.N] to the connected peer: datagram i is
 // b.Slot(i) followed by Len-HdrLen filler bytes (zeros, or pseudo-random
@@ -176,6 +326,13 @@ func (s *Socket) SetRecvErr(on bool) error { return s.setRecvErr(on) }
 // is returned only for a failure the socket cannot recover from. It
 // allocates nothing.
 func (s *Socket) SendBatch(b *dataphase.SendBuffer) (sent int, err error) {
+	n := b.N
+	if n <= 0 {
+		return 0, nil
+	}
+	if n > len(b.Dgrams) {
+		return 0, fmt.Errorf("send plan of %d datagrams, at most %d", n, len(b.Dgrams))
+	}
 	return s.sendBatch(b)
 }
 
@@ -190,4 +347,16 @@ func (s *Socket) SendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 // the socket's own (256 KiB).
 func (s *Socket) RecvBatch(b *dataphase.RecvBatch, max int) error {
 	return s.recvBatch(b, max, nil, nil)
+}
+
+// recvBatch is RecvBatch for the executors: clk is the turn's clock (nil:
+// read the clock pair afresh), gro the executor's GRO scratch (nil: the
+// socket's own, made at its first GRO read).
+func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, gro *groScratch) error {
+	b.N = 0
+	n := min(limit, dataphase.MaxRecv)
+	if n <= 0 {
+		return nil
+	}
+	return s.recv(b, n, clk, gro)
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/udpstp/udpstp/dataphase"
+import (
+	"sync/atomic"
+
+	"github.com/udpstp/udpstp/dataphase"
+)
 
 // SocketCounter names one of a Socket's counters. The executor's thread
 // adds to them once per system call (never per datagram); any goroutine
@@ -112,3 +116,6 @@ type SocketStats struct {
 // refusals is the running count of ECONNREFUSED, which the executor hands
 // to the core.
 func (s *Socket) refusals() uint64 { return s.stats[CountConnRefused].Load() }
+
+// socketStats are a Socket's live counters.
+type socketStats [NumSocketCounters]atomic.Uint64

@@ -181,18 +181,31 @@ func (s *Socket) adopt(fd int, o SocketOptions) {
 	x.fill.init(uint64(time.Now().UnixNano()) ^ uint64(fd)<<32)
 }
 
-func (s *Socket) fd() int {
-	x := &s.sys
+// withFd runs use on the socket's descriptor with mu held shared, so that
+// Close cannot close the descriptor (and the number be reused) meanwhile;
+// once the socket is closed it returns net.ErrClosed without running use.
+// Every use of fd outside open, Close and leaveNetpoller goes through it;
+// use must not keep fd past its return.
+func (x *sysSocket) withFd(use func(fd int) error) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.fd
+	if x.fd < 0 {
+		return net.ErrClosed
+	}
+	return use(x.fd)
+}
+
+// handle is Fd's.
+func (x *sysSocket) handle() int {
+	fd := -1
+	_ = x.withFd(func(f int) error { fd = f; return nil })
+	return fd
 }
 
 // pastDeadline ends a netpoller wait at once.
 var pastDeadline = time.Unix(1, 0)
 
-func (s *Socket) close() error {
-	x := &s.sys
+func (x *sysSocket) close() error {
 	// Wake the waits that hold mu shared: an executor's (cancelFd), a
 	// RecvFrom's in the netpoller (a deadline in the past; closed is set
 	// already, so no new wait starts, see netpollerFile).
@@ -221,35 +234,31 @@ func (s *Socket) close() error {
 	x.fd, x.cancelFd = -1, -1
 	x.waitMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("close %v: %w", s.laddr, os.NewSyscallError("close", err))
+		return os.NewSyscallError("close", err)
 	}
 	return nil
 }
 
-func (s *Socket) connect(peer netip.AddrPort) error {
+// connect connects the descriptor to a, the peer in the socket's family
+// form (Connect checked it), discards what was queued before, and reads
+// the source address the kernel chose and the path MTU.
+func (s *Socket) connect(peer, a netip.AddrPort) error {
 	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	a, err := addrForSocket(peer, s.v6)
-	if err != nil {
-		return fmt.Errorf("connect %v: %w", s.laddr, err)
-	}
-	if err := unix.Connect(x.fd, sockaddrOf(a, s.v6)); err != nil {
-		return fmt.Errorf("connect %v to %v: %w", s.laddr, peer, os.NewSyscallError("connect", err))
-	}
-	s.peer = unmapAddrPort(peer)
-	x.peer4 = IsIPv4Peer(peer)
-	s.stats[CountPreConnect].Add(uint64(discardQueued(x.fd)))
-	// Connecting picks the source address for the peer; report that one
-	// (a client's JSON names it) rather than the wildcard it was bound to.
-	if sa, err := unix.Getsockname(x.fd); err == nil {
-		s.laddr = addrPortOf(sa)
-	}
-	s.refreshMTU()
-	return nil
+	return x.withFd(func(fd int) error {
+		if err := unix.Connect(fd, sockaddrOf(a, s.v6)); err != nil {
+			return fmt.Errorf("connect %v to %v: %w", s.laddr, peer, os.NewSyscallError("connect", err))
+		}
+		x.peer4 = IsIPv4Peer(peer)
+		s.stats[CountPreConnect].Add(uint64(discardQueued(fd)))
+		// Connecting picks the source address for the peer; report that
+		// one (a client's JSON names it) rather than the wildcard it was
+		// bound to.
+		if sa, err := unix.Getsockname(fd); err == nil {
+			s.laddr = addrPortOf(sa)
+		}
+		s.sys.refreshMTU()
+		return nil
+	})
 }
 
 // maxPreConnect bounds how many waiting datagrams Connect discards: a
@@ -293,8 +302,7 @@ func drain(limit int, read func() error) int {
 // AF_INET6 socket with an IPv4-mapped peer too (the socket's cached route
 // is then an IPv4 one). Unknown, it stays at the last value; 0 means GSO
 // only up to a 1500-byte MTU (see mtuPayload).
-func (s *Socket) refreshMTU() {
-	x := &s.sys
+func (x *sysSocket) refreshMTU() {
 	level, opt := unix.IPPROTO_IPV6, unix.IPV6_MTU
 	if x.peer4 {
 		level, opt = unix.IPPROTO_IP, unix.IP_MTU
@@ -305,8 +313,7 @@ func (s *Socket) refreshMTU() {
 }
 
 // mtuPayload is the largest UDP payload that fits the path MTU unfragmented.
-func (s *Socket) mtuPayload() int {
-	x := &s.sys
+func (x *sysSocket) mtuPayload() int {
 	_, overhead := gsoLimits(x.peer4)
 	mtu := int(x.mtu.Load())
 	if mtu == 0 {
@@ -315,71 +322,49 @@ func (s *Socket) mtuPayload() int {
 	return mtu - overhead
 }
 
-// PathMTU returns the path MTU read from the kernel at Connect (refreshed
-// after EMSGSIZE), 0 if unknown. Datagrams whose packets exceed it are sent
-// without GSO, so the kernel fragments them.
-func (s *Socket) PathMTU() int { return int(s.sys.mtu.Load()) }
+// pathMTU is PathMTU's.
+func (x *sysSocket) pathMTU() int { return int(x.mtu.Load()) }
 
-func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
-	// On an AF_INET6 socket, IPv4 packets to a mapped peer take their TOS
-	// from the IPv4 socket state that IP_TOS sets (udpv6_setsockopt passes
-	// SOL_IP options to ip_setsockopt); IPV6_TCLASS only marks IPv6
-	// packets. TestTOSDualStack checks this.
-	return s.setTOSOption(ipv4Peer, unix.IP_TOS, "IP_TOS", unix.IPV6_TCLASS, "IPV6_TCLASS", int(tos))
+// The traffic class options, for the shared choice of SetTOS and
+// EnableRecvTOS (socket.go). On an AF_INET6 socket, IPv4 packets to a
+// mapped peer take their TOS from the IPv4 socket state that IP_TOS sets
+// (udpv6_setsockopt passes SOL_IP options to ip_setsockopt), and report
+// it through ip_cmsg_recv if IP_RECVTOS is on; IPV6_TCLASS and
+// IPV6_RECVTCLASS only concern IPv6 packets. TestTOSDualStack checks this.
+var (
+	tosSend = tosOptions{v4: unix.IP_TOS, name4: "IP_TOS", v6: unix.IPV6_TCLASS, name6: "IPV6_TCLASS"}
+	tosRecv = tosOptions{v4: unix.IP_RECVTOS, name4: "IP_RECVTOS", v6: unix.IPV6_RECVTCLASS, name6: "IPV6_RECVTCLASS"}
+)
+
+const (
+	sysIPProtoIP   = unix.IPPROTO_IP
+	sysIPProtoIPv6 = unix.IPPROTO_IPV6
+)
+
+// setsockoptInt sets an integer socket option.
+func (x *sysSocket) setsockoptInt(level, opt, v int) error {
+	return x.withFd(func(fd int) error { return unix.SetsockoptInt(fd, level, opt, v) })
 }
 
-func (s *Socket) enableRecvTOS(ipv4Peer bool) error {
-	// IPv4 packets reach an AF_INET6 socket's receive path through
-	// ip_cmsg_recv, which reports IP_TOS if IP_RECVTOS is on; IPv6 packets
-	// report IPV6_TCLASS if IPV6_RECVTCLASS is on.
-	return s.setTOSOption(ipv4Peer, unix.IP_RECVTOS, "IP_RECVTOS", unix.IPV6_RECVTCLASS, "IPV6_RECVTCLASS", 1)
-}
-
-func (s *Socket) setRecvErr(on bool) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
+// setRecvErr is SetRecvErr's, on a socket of the family v6 says.
+func (x *sysSocket) setRecvErr(on, v6 bool) error {
 	v := 0
 	if on {
 		v = 1
 	}
-	// IPv4 datagrams of an AF_INET6 socket (to a mapped peer) report
-	// through the IPv4 state, which IP_RECVERR sets on it too.
-	if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IP, unix.IP_RECVERR, v); err != nil {
-		return fmt.Errorf("IP_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
-	}
-	if s.v6 {
-		if err := unix.SetsockoptInt(x.fd, unix.IPPROTO_IPV6, unix.IPV6_RECVERR, v); err != nil {
-			return fmt.Errorf("IPV6_RECVERR on %v: %w", s.laddr, os.NewSyscallError("setsockopt", err))
+	return x.withFd(func(fd int) error {
+		// IPv4 datagrams of an AF_INET6 socket (to a mapped peer) report
+		// through the IPv4 state, which IP_RECVERR sets on it too.
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVERR, v); err != nil {
+			return os.NewSyscallError("setsockopt IP_RECVERR", err)
 		}
-	}
-	return nil
-}
-
-// setTOSOption sets a traffic class option to v: for packets to an IPv4
-// peer (ipv4Peer) the IP-level option v4, else the IPv6-level option v6,
-// which an IPv4 socket does not have. Errors name the option chosen.
-func (s *Socket) setTOSOption(ipv4Peer bool, v4 int, name4 string, v6 int, name6 string, v int) error {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return net.ErrClosed
-	}
-	level, opt, name := unix.IPPROTO_IP, v4, name4
-	if !ipv4Peer {
-		if !s.v6 {
-			return fmt.Errorf("%s on IPv4 socket %v", name6, s.laddr)
+		if v6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVERR, v); err != nil {
+				return os.NewSyscallError("setsockopt IPV6_RECVERR", err)
+			}
 		}
-		level, opt, name = unix.IPPROTO_IPV6, v6, name6
-	}
-	if err := unix.SetsockoptInt(x.fd, level, opt, v); err != nil {
-		return fmt.Errorf("%s %#x on %v: %w", name, v, s.laddr, os.NewSyscallError("setsockopt", err))
-	}
-	return nil
+		return nil
+	})
 }
 
 // clearError clears what keeps POLLERR raised, after a wait reported it,
@@ -391,14 +376,11 @@ func (s *Socket) setTOSOption(ipv4Peer bool, v4 int, name4 string, v6 int, name6
 // error (sk_err), read and counted by its kind. A pending error read here
 // is one the next send or receive will not report.
 func (s *Socket) clearError() {
-	x := &s.sys
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.fd < 0 {
-		return
-	}
-	s.stats[CountSocketErrors].Add(uint64(drainErrQueue(x.fd)))
-	s.takePending()
+	_ = s.sys.withFd(func(fd int) error {
+		s.stats[CountSocketErrors].Add(uint64(drainErrQueue(fd)))
+		s.takePending()
+		return nil
+	})
 }
 
 // takePending reads and so clears the pending error, counting it by its
@@ -410,9 +392,9 @@ func (s *Socket) takePending() {
 	}
 	s.stats[CountSocketErrors].Add(1)
 	k := pathClassOf(unix.Errno(v))
-	s.countPath(k)
+	s.stats.countPath(k)
 	if k == CountMessageTooBig {
-		s.refreshMTU()
+		s.sys.refreshMTU()
 	}
 }
 
@@ -436,8 +418,8 @@ func drainErrQueue(fd int) int {
 // lastSendWouldBlock reports whether the last SendBatch stopped on a full
 // send buffer (EAGAIN), which POLLOUT ends, rather than on ENOBUFS or EPERM,
 // which only time ends.
-func (s *Socket) lastSendWouldBlock() bool { return s.sys.lastBackpressure == unix.EAGAIN }
+func (x *sysSocket) lastSendWouldBlock() bool { return x.lastBackpressure == unix.EAGAIN }
 
 // lastSendBackpressure reports whether the last SendBatch stopped on
 // backpressure.
-func (s *Socket) lastSendBackpressure() bool { return s.sys.lastBackpressure != 0 }
+func (x *sysSocket) lastSendBackpressure() bool { return x.lastBackpressure != 0 }

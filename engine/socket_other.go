@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"syscall"
 	"time"
 
@@ -22,14 +21,16 @@ import (
 //
 // Connect is emulated: the socket stays unconnected (net.UDPConn cannot be
 // connected after it was opened), sends go to the recorded peer and
-// datagrams from anyone else are dropped on receive. So ICMP errors are not
-// reported (no ECONNREFUSED), which for a speed test is no loss.
+// datagrams from anyone else are dropped on receive (peerFilter, addr.go,
+// at every read). So ICMP errors are not reported (no ECONNREFUSED), which
+// for a speed test is no loss.
 
 type sysSocket struct {
 	conn *net.UDPConn
 	rc   syscall.RawConn
 
-	peer4 bool
+	peer4  bool
+	filter peerFilter // the emulated connect
 
 	// A datagram read ahead by the executor's wait, which blocks in a read
 	// (there is no portable readiness wait), for the next RecvBatch. Only
@@ -89,55 +90,35 @@ func (s *Socket) open(p bindPlan, o SocketOptions) error {
 	return nil
 }
 
-func (s *Socket) fd() int {
-	if s.closed.Load() {
-		return -1
-	}
+// handle is Fd's: -1 once closed (Control fails).
+func (x *sysSocket) handle() int {
 	fd := -1
-	_ = s.sys.rc.Control(func(f uintptr) { fd = int(f) })
+	_ = x.rc.Control(func(f uintptr) { fd = int(f) })
 	return fd
 }
 
-func (s *Socket) close() error {
-	if err := s.sys.conn.Close(); err != nil {
-		return fmt.Errorf("close %v: %w", s.laddr, err)
-	}
-	return nil
-}
+func (x *sysSocket) close() error { return x.conn.Close() }
 
-func (s *Socket) connect(peer netip.AddrPort) error {
-	if s.closed.Load() {
-		return net.ErrClosed
-	}
-	if _, err := addrForSocket(peer, s.v6); err != nil {
-		return fmt.Errorf("connect %v: %w", s.laddr, err)
-	}
-	s.peer = unmapAddrPort(peer)
+// connect records the peer (Connect checked it) for sends and the filter.
+func (s *Socket) connect(peer, _ netip.AddrPort) error {
+	s.sys.filter = newPeerFilter(peer)
 	s.sys.peer4 = IsIPv4Peer(peer)
 	return nil
 }
 
-// PathMTU returns 0: the path MTU is not read off Linux (there is no GSO to
+// pathMTU is 0: the path MTU is not read off Linux (there is no GSO to
 // bound).
-func (s *Socket) PathMTU() int { return 0 }
+func (x *sysSocket) pathMTU() int { return 0 }
 
-func (s *Socket) sendTo(b []byte, to netip.AddrPort) error {
-	a, err := addrForSocket(to, s.v6)
-	if err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
-	if _, err := s.sys.conn.WriteToUDPAddrPort(b, a); err != nil {
-		return fmt.Errorf("send to %v: %w", to, err)
-	}
-	return nil
+// sendTo sends b to a, an address in the socket's family form (SendTo
+// checked it).
+func (s *Socket) sendTo(b []byte, a netip.AddrPort) error {
+	_, err := s.sys.conn.WriteToUDPAddrPort(b, a)
+	return err
 }
 
-func (s *Socket) send(b []byte) error {
-	if !s.peer.IsValid() {
-		return ErrNotConnected
-	}
-	return s.sendTo(b, s.peer)
-}
+// send sends b to the recorded peer.
+func (s *Socket) send(b []byte) error { return s.sendTo(b, s.peer) }
 
 func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, error) {
 	c := s.sys.conn
@@ -152,63 +133,58 @@ func (s *Socket) recvFrom(b []byte, deadline time.Time) (int, netip.AddrPort, er
 			}
 			return 0, netip.AddrPort{}, fmt.Errorf("recv on %v: %w", s.laddr, err)
 		}
-		from = unmapAddrPort(from)
-		if s.peer.IsValid() && from != s.peer {
-			continue // emulated connect
+		if !s.sys.filter.accepts(from) {
+			continue
 		}
-		return n, from, nil
+		return n, unmapAddrPort(from), nil
 	}
 }
 
-func (s *Socket) setTOS(tos uint8, ipv4Peer bool) error {
-	level, opt, name := sysIPProtoIP, sysIPTOS, "IP_TOS"
-	if !ipv4Peer {
-		level, opt, name = sysIPProtoIPv6, sysIPv6TClass, "IPV6_TCLASS"
-	}
+// The traffic class options, for the shared choice of SetTOS and
+// EnableRecvTOS (socket.go). None receives TOS here: that needs control
+// messages, which net.UDPConn does not give without x/net.
+var (
+	tosSend = tosOptions{v4: sysIPTOS, name4: "IP_TOS", v6: sysIPv6TClass, name6: "IPV6_TCLASS"}
+	tosRecv = tosOptions{v4: -1, name4: "IP_RECVTOS", v6: -1, name6: "IPV6_RECVTCLASS"}
+)
+
+// setsockoptInt sets an integer socket option.
+func (x *sysSocket) setsockoptInt(level, opt, v int) error {
 	var serr error
-	if err := s.sys.rc.Control(func(fd uintptr) { serr = setsockoptInt(fd, level, opt, int(tos)) }); err != nil {
-		serr = err
+	if err := x.rc.Control(func(fd uintptr) { serr = setsockoptInt(fd, level, opt, v) }); err != nil {
+		return err
 	}
-	if serr != nil {
-		return fmt.Errorf("%s %#x on %v: %w", name, tos, s.laddr, os.NewSyscallError("setsockopt", serr))
-	}
-	return nil
+	return serr
 }
 
-// enableRecvTOS does nothing: receiving TOS needs control messages, which
-// net.UDPConn does not give without x/net.
-func (s *Socket) enableRecvTOS(bool) error { return nil }
-
-func (s *Socket) setRecvErr(bool) error { return nil }
+// setRecvErr does nothing: ICMP errors are not reported here.
+func (x *sysSocket) setRecvErr(_, _ bool) error { return nil }
 
 // clearError does nothing: the socket is never connected, so no ICMP
 // error is left pending on it.
 func (s *Socket) clearError() {}
 
-func (s *Socket) lastSendWouldBlock() bool { return false }
+func (x *sysSocket) lastSendWouldBlock() bool { return false }
 
-func (s *Socket) lastSendBackpressure() bool { return s.sys.lastBackpressure != nil }
+func (x *sysSocket) lastSendBackpressure() bool { return x.lastBackpressure != nil }
 
+// sendBatch is SendBatch past its checks of b (1 to len(b.Dgrams)
+// datagrams): one write per datagram, its header and filler
+// (randomFiller.datagram) copied into one buffer.
 func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 	x := &s.sys
 	x.lastBackpressure = nil
+	if s.closed.Load() {
+		return 0, net.ErrClosed
+	}
 	if !s.peer.IsValid() {
 		return 0, ErrNotConnected
 	}
 	n := b.N
 	for i := 0; i < n; i++ {
-		d := b.Dgrams[i]
-		l, h := int(d.Len), min(int(d.HdrLen), int(d.Len))
-		p := x.wbuf[:l]
-		copy(p, b.Slot(i)[:h])
-		if b.RandomFill {
-			x.fill.rng.fillRandom(p[h:min(l, h+freshFill)])
-			if h+freshFill < l {
-				copy(p[h+freshFill:], x.fill.window(l-h-freshFill))
-			}
-		} else {
-			clear(p[h:])
-		}
+		head, fill := x.fill.datagram(b, i)
+		p := x.wbuf[:len(head)+len(fill)]
+		copy(p[copy(p, head):], fill)
 		var err error
 		if x.sendFn != nil {
 			err = x.sendFn(p, s.peer, i, n)
@@ -227,7 +203,7 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (int, error) {
 			if errors.Is(err, net.ErrClosed) {
 				return i, net.ErrClosed
 			}
-			return i, fmt.Errorf("send %d-byte datagram to %v: %w", l, s.peer, err)
+			return i, fmt.Errorf("send %d-byte datagram to %v: %w", len(p), s.peer, err)
 		}
 	}
 	s.countSent(n)
@@ -244,13 +220,9 @@ func (s *Socket) countSent(n int) {
 // groScratch is empty here: there is no UDP GRO off Linux.
 type groScratch struct{}
 
-func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, _ *groScratch) error {
+// recv is recvBatch past its checks: limit is 1 to MaxRecv, b.N is 0.
+func (s *Socket) recv(b *dataphase.RecvBatch, limit int, clk *turnClock, _ *groScratch) error {
 	x := &s.sys
-	b.N = 0
-	limit = min(limit, dataphase.MaxRecv)
-	if limit <= 0 {
-		return nil
-	}
 	if err := x.readErr; err != nil {
 		x.readErr = nil
 		return err
@@ -259,13 +231,14 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, _ 
 	if x.stashed {
 		x.stashed = false
 		b.Pair = x.stashPair
-		s.deliver(b, n, x.stash[:x.stashLen], x.stashPair.Mono)
+		copy(b.Buf(n), x.stash[:x.stashLen])
+		b.Dgrams[n] = dataphase.InDatagram{Len: x.stashLen, Time: x.stashPair.Mono}
 		n++
 	}
 	var pair clock.Pair
 	havePair := false
 	for n < limit {
-		l, from, ok, err := s.tryRead(x.stash)
+		l, from, ok, err := x.tryRead(x.stash)
 		if err != nil {
 			if n > 0 {
 				break // report it with the next read
@@ -278,14 +251,15 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, _ 
 		if !ok {
 			break
 		}
-		if s.peer.IsValid() && unmapAddrPort(from) != s.peer {
+		if !x.filter.accepts(from) {
 			continue
 		}
 		if !havePair {
 			pair, havePair = readNow(clk), true
 			b.Pair = pair
 		}
-		s.deliver(b, n, x.stash[:l], pair.Mono)
+		copy(b.Buf(n), x.stash[:l])
+		b.Dgrams[n] = dataphase.InDatagram{Len: l, Time: pair.Mono}
 		n++
 	}
 	b.N = n
@@ -296,11 +270,6 @@ func (s *Socket) recvBatch(b *dataphase.RecvBatch, limit int, clk *turnClock, _ 
 	return nil
 }
 
-func (s *Socket) deliver(b *dataphase.RecvBatch, i int, p []byte, t clock.Time) {
-	copy(b.Buf(i), p)
-	b.Dgrams[i] = dataphase.InDatagram{Len: len(p), Time: t}
-}
-
 // leaveNetpoller does nothing here: net.UDPConn waits in the netpoller
 // already, and no executor of another epoll set takes the socket.
-func (s *Socket) leaveNetpoller() {}
+func (x *sysSocket) leaveNetpoller() {}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 func TestRoundTrip(t *testing.T) {

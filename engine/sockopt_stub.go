@@ -34,6 +34,6 @@ func isBackpressureErr(err error) bool { return false }
 // rawReader is empty: tryRead reads nothing here.
 type rawReader struct{}
 
-func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+func (x *sysSocket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
 	return 0, netip.AddrPort{}, false, nil
 }

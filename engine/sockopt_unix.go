@@ -51,8 +51,8 @@ type rawReader struct {
 // tryRead reads one waiting datagram without waiting: Go keeps its sockets
 // non-blocking on Unix, and returning true from the raw read function tells
 // it not to park the goroutine.
-func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	r := &s.sys.raw
+func (x *sysSocket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	r := &x.raw
 	if r.fn == nil {
 		r.fn = func(fd uintptr) bool {
 			r.n, r.sa, r.err = syscall.Recvfrom(int(fd), r.buf, 0)
@@ -60,7 +60,7 @@ func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err e
 		}
 	}
 	r.buf = buf
-	err = s.sys.rc.Read(r.fn)
+	err = x.rc.Read(r.fn)
 	n, sa, rerr := r.n, r.sa, r.err
 	r.buf, r.sa, r.err = nil, nil, nil
 	if err != nil {
@@ -76,11 +76,17 @@ func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err e
 	default:
 		return 0, netip.AddrPort{}, false, os.NewSyscallError("recvfrom", rerr)
 	}
+	return n, fromSockaddr(sa), true, nil
+}
+
+// fromSockaddr converts the source address of a datagram read, its zone
+// (a link-local peer's interface) kept.
+func fromSockaddr(sa syscall.Sockaddr) netip.AddrPort {
 	switch sa := sa.(type) {
 	case *syscall.SockaddrInet4:
-		from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
 	case *syscall.SockaddrInet6:
-		from = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+		return addrPort6(sa.Addr, sa.Port, sa.ZoneId)
 	}
-	return n, from, true, nil
+	return netip.AddrPort{}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 )
 
 // The fallback socket's receive allocates only the sender's address that

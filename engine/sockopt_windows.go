@@ -52,8 +52,8 @@ type rawReader struct {
 // tryRead reads one waiting datagram without waiting. Go's Windows sockets
 // are in blocking mode (it reads with overlapped I/O), so it asks FIONREAD
 // first and reads only when a datagram is queued.
-func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	r := &s.sys.raw
+func (x *sysSocket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	r := &x.raw
 	if r.fn == nil {
 		r.fn = func(fd uintptr) {
 			r.err = syscall.WSAIoctl(syscall.Handle(fd), fionread, nil, 0,
@@ -61,7 +61,7 @@ func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err e
 		}
 	}
 	r.avail, r.err = 0, nil
-	if err := s.sys.rc.Control(r.fn); err != nil {
+	if err := x.rc.Control(r.fn); err != nil {
 		return 0, netip.AddrPort{}, false, err
 	}
 	avail, ierr := r.avail, r.err
@@ -71,7 +71,7 @@ func (s *Socket) tryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err e
 	if avail == 0 {
 		return 0, netip.AddrPort{}, false, nil
 	}
-	n, from, err = s.sys.conn.ReadFromUDPAddrPort(buf)
+	n, from, err = x.conn.ReadFromUDPAddrPort(buf)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, netip.AddrPort{}, false, nil // a Wake's past deadline

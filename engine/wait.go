@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // waitFD is one socket an executor waits on, and what the wait found.
 type waitFD struct {
 	sock *Socket
@@ -14,3 +16,13 @@ type waitFD struct {
 }
 
 func (f *waitFD) reset() { f.in, f.errored, f.closed = false, false, false }
+
+// checkWaitFDs refuses a wait on more than one socket: an executor waits
+// on its Test Connection's socket (Conn), or on none (a timer), and the
+// wait off Linux can block reading one socket only.
+func checkWaitFDs(fds []waitFD) error {
+	if len(fds) > 1 {
+		return fmt.Errorf("wait on %d sockets, at most one", len(fds))
+	}
+	return nil
+}

@@ -3,7 +3,8 @@
 package engine
 
 import (
-	"fmt"
+	"errors"
+	"net"
 	"os"
 	"sync"
 
@@ -72,11 +73,7 @@ func (w *Waker) Close() error {
 	return unix.Close(w.fd)
 }
 
-// maxWaitFDs bounds the sockets of one wait, so the poll set lives on the
-// stack.
-const maxWaitFDs = 4
-
-// wait blocks in one ppoll until one of fds is readable (or writable when
+// wait blocks in one ppoll until the socket of fds (at most one) is readable (or writable when
 // asked, or in error), wk is woken, or deadline passes on the Test Time
 // Base; clock.Never waits without limit. now is the caller's reading of the
 // Test Time Base just before the call: the turn's pair advanced by the
@@ -89,43 +86,14 @@ const maxWaitFDs = 4
 // EINTR is not an error: the wait just ends early. The readiness found is
 // stored in fds.
 func wait(fds []waitFD, wk *Waker, deadline, now clock.Time) error {
-	if len(fds) > maxWaitFDs {
-		return fmt.Errorf("wait on %d sockets, at most %d", len(fds), maxWaitFDs)
+	if err := checkWaitFDs(fds); err != nil {
+		return err
 	}
-	// Each socket's mu is held shared across the ppoll, so Close cannot
-	// close a descriptor being polled; Close first makes cancelFd readable,
-	// which ends the ppoll.
-	locked := 0
-	defer func() {
-		for i := range locked {
-			fds[i].sock.sys.mu.RUnlock()
-		}
-	}()
-	var p [2*maxWaitFDs + 1]unix.PollFd
+	var p [3]unix.PollFd // the socket, its close signal, the Waker
 	k := 0
-	for i := range fds {
-		f := &fds[i]
-		f.reset()
-		x := &f.sock.sys
-		x.mu.RLock()
-		locked++
-		if x.fd < 0 {
-			f.closed = true
-			return nil
-		}
-		ev := int16(unix.POLLIN)
-		if f.out {
-			ev |= unix.POLLOUT
-		}
-		p[k] = unix.PollFd{Fd: int32(x.fd), Events: ev}
-		p[k+1] = unix.PollFd{Fd: int32(x.cancelFd), Events: unix.POLLIN}
-		k += 2
-	}
-	wi := -1
 	if wk != nil {
-		wi = k
-		p[k] = unix.PollFd{Fd: int32(wk.fd), Events: unix.POLLIN}
-		k++
+		p[2] = unix.PollFd{Fd: int32(wk.fd), Events: unix.POLLIN}
+		k = 1
 	}
 	var ts *unix.Timespec
 	var t unix.Timespec
@@ -137,20 +105,48 @@ func wait(fds []waitFD, wk *Waker, deadline, now clock.Time) error {
 		t = unix.NsecToTimespec(d)
 		ts = &t
 	}
-	if _, err := unix.Ppoll(p[:k], ts, nil); err != nil {
+	if len(fds) == 0 {
+		return ppollWait(p[2:2+k], ts, wk)
+	}
+	f := &fds[0]
+	f.reset()
+	// The socket's mu is held shared across the ppoll, so Close cannot
+	// close a descriptor being polled; Close first makes cancelFd
+	// readable, which ends the ppoll.
+	err := f.sock.sys.withFd(func(fd int) error {
+		ev := int16(unix.POLLIN)
+		if f.out {
+			ev |= unix.POLLOUT
+		}
+		p[0] = unix.PollFd{Fd: int32(fd), Events: ev}
+		p[1] = unix.PollFd{Fd: int32(f.sock.sys.cancelFd), Events: unix.POLLIN}
+		if err := ppollWait(p[:2+k], ts, wk); err != nil {
+			return err
+		}
+		r := p[0].Revents
+		f.in = r&unix.POLLIN != 0
+		f.errored = r&(unix.POLLERR|unix.POLLHUP) != 0
+		f.closed = r&unix.POLLNVAL != 0 || p[1].Revents != 0
+		return nil
+	})
+	if errors.Is(err, net.ErrClosed) {
+		f.closed = true
+		return nil
+	}
+	return err
+}
+
+// ppollWait waits in one ppoll on p, whose last entry is wk's when wk is
+// set, and drains wk if it was woken. EINTR is not an error: the wait just
+// ends early.
+func ppollWait(p []unix.PollFd, ts *unix.Timespec, wk *Waker) error {
+	if _, err := unix.Ppoll(p, ts, nil); err != nil {
 		if err == unix.EINTR {
 			return nil
 		}
 		return os.NewSyscallError("ppoll", err)
 	}
-	for i := range fds {
-		f := &fds[i]
-		r := p[2*i].Revents
-		f.in = r&unix.POLLIN != 0
-		f.errored = r&(unix.POLLERR|unix.POLLHUP) != 0
-		f.closed = r&unix.POLLNVAL != 0 || p[2*i+1].Revents != 0
-	}
-	if wi >= 0 && p[wi].Revents != 0 {
+	if wk != nil && p[len(p)-1].Revents != 0 {
 		wk.drain()
 	}
 	return nil

@@ -76,8 +76,8 @@ func (w *Waker) consume() bool {
 // about 1 ms late on Windows and Linux (golang/go#44343) and somewhat better
 // on macOS; pacing below a millisecond is not possible here.
 func wait(fds []waitFD, wk *Waker, deadline, now clock.Time) error {
-	if len(fds) > 1 {
-		return fmt.Errorf("wait on %d sockets: at most one off Linux", len(fds))
+	if err := checkWaitFDs(fds); err != nil {
+		return err
 	}
 	for i := range fds {
 		fds[i].reset()
@@ -154,7 +154,7 @@ func wait(fds []waitFD, wk *Waker, deadline, now clock.Time) error {
 			}
 			break
 		}
-		if s.peer.IsValid() && unmapAddrPort(from) != s.peer {
+		if !x.filter.accepts(from) {
 			continue // emulated connect: not from the peer
 		}
 		x.stashPair = clock.Now()

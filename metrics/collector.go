@@ -1,45 +1,30 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/udpstp/udpstp/metrics/family"
 )
 
 // Namespace is the prefix of every metric name udpstp exports.
 const Namespace = "udpstp"
 
-// Kind says whether a Sample is a counter or a gauge.
-type Kind uint8
+// Source reports its samples to emit, reading them when it is called: at
+// every scrape, never in between. Each sample's Family is declared once
+// (package family): a variable beside the Source, or a row of a counter
+// table (Server, Sockets).
+type Source func(emit func(family.Sample))
 
-const (
-	Counter Kind = iota // a count since the process started; "_total" is added to its name
-	Gauge               // a level that goes down as well as up
-)
-
-// Label is one label of a Sample.
-type Label struct{ Name, Value string }
-
-// Sample is one value a Source reports.
-type Sample struct {
-	// Name is snake_case, without Namespace and, for a Counter, without
-	// "_total": the name in the counter's table.
-	Name string
-	// Help says what is measured, in a sentence without a final period.
-	Help   string
-	Kind   Kind
-	Labels []Label // the same label names, in the same order, for every Sample of a Name
-	Value  float64
-}
-
-// Source reports its Samples to emit, reading them when it is called:
-// at every scrape, never in between.
-type Source func(emit func(Sample))
-
-// Collector is a prometheus.Collector over Sources. It describes nothing
-// in advance (an unchecked collector): what it exports follows the
-// counter tables, which change with the code, not with configuration.
+// Collector is a prometheus.Collector over Sources: the one way udpstp's
+// HTTP endpoints (the server's, the agent's /metrics and /probe) export
+// metrics, each series built at scrape time as a constant metric. It
+// describes nothing in advance (an unchecked collector): what it exports
+// follows the counter tables, which change with the code, not with
+// configuration.
 type Collector struct {
 	sources []Source
 
@@ -57,52 +42,66 @@ func NewCollector(sources ...Source) *Collector {
 // Describe sends nothing: the Collector is unchecked.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-// Collect reads every Source and sends its Samples as constant metrics.
-// A Sample the client library refuses becomes an invalid metric, which the
+// Collect reads every Source and sends its samples as constant metrics.
+// A sample the client library refuses becomes an invalid metric, which the
 // registry reports at the scrape, naming it.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, src := range c.sources {
-		src(func(s Sample) {
-			d, values := c.desc(&s)
-			vt := prometheus.GaugeValue
-			if s.Kind == Counter {
-				vt = prometheus.CounterValue
+		src(func(s family.Sample) { ch <- c.metric(&s) })
+	}
+}
+
+// metric is s as the client library's constant metric.
+func (c *Collector) metric(s *family.Sample) prometheus.Metric {
+	d := c.desc(s.Family)
+	var m prometheus.Metric
+	var err error
+	switch s.Family.Type {
+	case family.Counter:
+		m, err = prometheus.NewConstMetric(d, prometheus.CounterValue, s.Value, s.Values...)
+	case family.Gauge:
+		m, err = prometheus.NewConstMetric(d, prometheus.GaugeValue, s.Value, s.Values...)
+	case family.Histogram:
+		h := s.Hist
+		if h == nil {
+			h = &family.HistogramValue{}
+		}
+		m, err = prometheus.NewConstHistogram(d, h.Count, h.Sum, h.Buckets, s.Values...)
+	default:
+		err = fmt.Errorf("metric type %v", s.Family.Type)
+	}
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// Families are the families sources report, each once, in the order
+// first reported: what they export at a scrape now (a table's families
+// are all reported, whatever their values).
+func Families(sources ...Source) []*family.Family {
+	var out []*family.Family
+	seen := map[*family.Family]bool{}
+	for _, src := range sources {
+		src(func(s family.Sample) {
+			if !seen[s.Family] {
+				seen[s.Family] = true
+				out = append(out, s.Family)
 			}
-			m, err := prometheus.NewConstMetric(d, vt, s.Value, values...)
-			if err != nil {
-				m = prometheus.NewInvalidMetric(d, err)
-			}
-			ch <- m
 		})
 	}
+	return out
 }
 
-// FullName is a Sample's exported name: Namespace, its name, and "_total"
-// for a counter.
-func FullName(s *Sample) string {
-	name := Namespace + "_" + s.Name
-	if s.Kind == Counter {
-		name += "_total"
-	}
-	return name
-}
-
-// desc returns the Desc of s (made once per name and label set) and its
-// label values.
-func (c *Collector) desc(s *Sample) (*prometheus.Desc, []string) {
-	name := FullName(s)
-	names := make([]string, len(s.Labels))
-	values := make([]string, len(s.Labels))
-	for i, l := range s.Labels {
-		names[i], values[i] = l.Name, l.Value
-	}
-	key := name + "{" + strings.Join(names, ",") + "}"
+// desc returns the Desc of f, made once per name and label names.
+func (c *Collector) desc(f *family.Family) *prometheus.Desc {
+	key := f.Name + "{" + strings.Join(f.Labels, ",") + "}"
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.descs[key]
 	if !ok {
-		d = prometheus.NewDesc(name, s.Help, names, nil)
+		d = prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
 		c.descs[key] = d
 	}
-	return d, values
+	return d
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/metrics/family"
 )
 
 // fakeServer is a server's sources with values set by hand.
@@ -54,7 +55,7 @@ func (f *fakeServer) registry(t *testing.T) *prometheus.Registry {
 		Sockets(func() (engine.SocketCounts, engine.SocketCounts) { return f.down, f.up }),
 		Pool(func() engine.PoolStats { return f.pool }),
 		udpNetnsSource(func() (v4, v6 udpBufferErrors) {
-			return udpBufferErrors{Rcvbuf: 11, Sndbuf: 1, OK: true}, udpBufferErrors{}
+			return udpBufferErrors{Rcvbuf: 11, Sndbuf: 1, OK: true, Reasm: 24742, ReasmOK: true}, udpBufferErrors{}
 		}),
 		Build(BuildInfo{Version: "v1.2.3", Revision: "abc123"}),
 	)
@@ -131,6 +132,7 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 		`udpstp_engine_turns_total{}`:                                        500,
 		`udpstp_netns_udp_receive_buffer_errors_total{family="ipv4"}`:        11,
 		`udpstp_netns_udp_send_buffer_errors_total{family="ipv4"}`:           1,
+		`udpstp_netns_ip_reassembly_failures_total{family="ipv4"}`:           24742,
 		`udpstp_build_info{goarch="` + goarch() + `",goos="` + goos() + `",goversion="` + goversion() + `",revision="abc123",version="v1.2.3"}`: 1,
 	} {
 		if v, ok := got[key]; !ok || v != want {
@@ -141,6 +143,9 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 		if v := got[`udpstp_engine_busy_seconds_total{}`]; v != 1.5 {
 			t.Errorf("busy seconds %v, want 1.5", v)
 		}
+	}
+	if _, ok := got[`udpstp_netns_ip_reassembly_failures_total{family="ipv6"}`]; ok {
+		t.Error("a family whose reassembly counters were not found is exported")
 	}
 	if _, ok := got[`udpstp_netns_udp_receive_buffer_errors_total{family="ipv6"}`]; ok {
 		t.Error("a family whose counters were not found is exported")
@@ -204,10 +209,10 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 // the metric, instead of serving an ambiguous family.
 func TestCollectorDuplicate(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(func(emit func(Sample)) {
-		emit(Sample{Name: "x", Help: "one table", Kind: Counter, Value: 1})
-	}, func(emit func(Sample)) {
-		emit(Sample{Name: "x", Help: "one table", Kind: Counter, Value: 2})
+	reg.MustRegister(NewCollector(func(emit func(family.Sample)) {
+		emit(family.Sample{Family: tableFamily("x", "one table", family.Counter), Value: 1})
+	}, func(emit func(family.Sample)) {
+		emit(family.Sample{Family: tableFamily("x", "one table", family.Counter), Value: 2})
 	}))
 	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "udpstp_x_total") {
 		t.Fatalf("gather: %v, want an error naming udpstp_x_total", err)

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/udpstp/udpstp/internal/netstat"
+import (
+	"github.com/udpstp/udpstp/internal/netstat"
+	"github.com/udpstp/udpstp/metrics/family"
+)
 
 // The kernel's UDP buffer errors of the server's network namespace: a
 // datagram dropped because a socket's receive buffer was full (the Engine
@@ -12,43 +15,63 @@ import "github.com/udpstp/udpstp/internal/netstat"
 // at scrape time, racing with its Close, or a counter per read on the
 // data path, which the endpoint must not add.
 
-// udpBufferErrors are the namespace's UDP buffer errors of one family.
+// udpBufferErrors are the namespace's UDP buffer errors of one family,
+// and its IP reassembly failures other than timeouts
+// (netstat.Counters.ReassemblyDrops): a path that fragments the test's
+// datagrams and loses fragments fills the reassembly memory, and then
+// every fragment is dropped (docs/accuracy.md, "Reassembly memory").
 type udpBufferErrors struct {
 	Rcvbuf, Sndbuf uint64
 	OK             bool // the counters were found
+	Reasm          uint64
+	ReasmOK        bool // the reassembly counters were found
 }
 
-// udpErrorsOf picks the receive and send buffer errors, under keys rcv
-// and snd, out of the text of /proc/net/snmp or /proc/net/snmp6. Text the
-// parser rejects, or without the counters, gives none (OK false).
-func udpErrorsOf(text, rcv, snd string) udpBufferErrors {
-	c, err := netstat.Parse(text)
-	if err != nil {
-		return udpBufferErrors{}
+// netnsErrors picks one family's (v6: IPv6) buffer errors and
+// reassembly drops out of the namespace's counters; a family whose
+// counters are missing gives none (OK, ReasmOK false).
+func netnsErrors(c netstat.Counters, v6 bool) udpBufferErrors {
+	rcv, snd := netstat.UDPRcvbufErrors, netstat.UDPSndbufErrors
+	if v6 {
+		rcv, snd = netstat.UDP6RcvbufErrors, netstat.UDP6SndbufErrors
 	}
 	r, ok := c[rcv]
-	return udpBufferErrors{Rcvbuf: uint64(r), Sndbuf: uint64(c[snd]), OK: ok}
+	e := udpBufferErrors{Rcvbuf: uint64(r), Sndbuf: uint64(c[snd]), OK: ok}
+	d, ok := c.ReassemblyDrops(v6)
+	e.Reasm, e.ReasmOK = uint64(max(d, 0)), ok
+	return e
 }
 
 // udpNetnsSource reports what read returns for IPv4 and IPv6; a family
 // whose counters were not found is left out.
 func udpNetnsSource(read func() (v4, v6 udpBufferErrors)) Source {
-	return func(emit func(Sample)) {
+	return func(emit func(family.Sample)) {
 		v4, v6 := read()
 		for _, f := range []struct {
 			family string
 			e      udpBufferErrors
 		}{{"ipv4", v4}, {"ipv6", v6}} {
-			if !f.e.OK {
-				continue
+			l := []string{f.family}
+			if f.e.OK {
+				emit(family.Sample{Family: famNetnsRcvbuf, Values: l, Value: float64(f.e.Rcvbuf)})
+				emit(family.Sample{Family: famNetnsSndbuf, Values: l, Value: float64(f.e.Sndbuf)})
 			}
-			l := []Label{{"family", f.family}}
-			emit(Sample{Name: "netns_udp_receive_buffer_errors",
-				Help: "UDP datagrams the kernel dropped for a full receive buffer, on any UDP socket of the server's network namespace",
-				Kind: Counter, Labels: l, Value: float64(f.e.Rcvbuf)})
-			emit(Sample{Name: "netns_udp_send_buffer_errors",
-				Help: "UDP datagrams the kernel refused for a full send buffer, on any UDP socket of the server's network namespace",
-				Kind: Counter, Labels: l, Value: float64(f.e.Sndbuf)})
+			if f.e.ReasmOK {
+				emit(family.Sample{Family: famNetnsReasm, Values: l, Value: float64(f.e.Reasm)})
+			}
 		}
 	}
+}
+
+// UDPNetns reports the kernel's UDP buffer errors and IP reassembly
+// drops of the process's network namespace, read through
+// netstat.ReadSelf at each scrape; off Linux, or unreadable, none.
+func UDPNetns() Source {
+	return udpNetnsSource(func() (v4, v6 udpBufferErrors) {
+		c, err := netstat.ReadSelf()
+		if err != nil {
+			return v4, v6
+		}
+		return netnsErrors(c, false), netnsErrors(c, true)
+	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/engine"
+	"github.com/udpstp/udpstp/metrics/family"
 )
 
 // Server reports a server's counters and gauges as snapshot lists them
@@ -13,22 +14,35 @@ import (
 // Setup code, the ends by direction and reason, the Data Phase table).
 // snapshot is called once per scrape.
 func Server(snapshot func() control.ServerSnapshot) Source {
-	return func(emit func(Sample)) {
+	return func(emit func(family.Sample)) {
 		n := snapshot()
 		n.Each(func(m control.Metric) {
-			s := Sample{Name: m.Name, Help: m.Help, Kind: Counter, Value: float64(m.Value)}
+			typ := family.Counter
 			if m.Gauge {
-				s.Kind = Gauge
+				typ = family.Gauge
 			}
+			s := family.Sample{Family: tableFamily(m.Name, m.Help, typ), Value: float64(m.Value)}
 			if m.Direction != "" {
-				s.Labels = append(s.Labels, Label{"direction", m.Direction})
+				s.Family.Labels = append(s.Family.Labels, "direction")
+				s.Values = append(s.Values, m.Direction)
 			}
 			if m.Label != "" {
-				s.Labels = append(s.Labels, Label{m.Label, m.LabelValue})
+				s.Family.Labels = append(s.Family.Labels, m.Label)
+				s.Values = append(s.Values, m.LabelValue)
 			}
 			emit(s)
 		})
 	}
+}
+
+// tableFamily is the family of a counter table's row (its declaration):
+// Namespace, the row's snake_case name and, for a counter, "_total".
+func tableFamily(name, help string, typ family.Type) *family.Family {
+	f := &family.Family{Name: Namespace + "_" + name, Help: help, Type: typ}
+	if typ == family.Counter {
+		f.Name += "_total"
+	}
+	return f
 }
 
 // Directions name the two halves of per-direction totals.
@@ -42,22 +56,49 @@ const (
 // socket the server sends the load, on an upstream one it receives it.
 // totals is called once per scrape.
 func Sockets(totals func() (down, up engine.SocketCounts)) Source {
-	return func(emit func(Sample)) {
+	return func(emit func(family.Sample)) {
 		down, up := totals()
 		for c := range engine.NumSocketCounters {
 			info := c.Info()
 			// "socket_errors" stays itself rather than socket_socket_errors.
-			name := "socket_" + strings.TrimPrefix(info.Name, "socket_")
+			f := tableFamily("socket_"+strings.TrimPrefix(info.Name, "socket_"), info.Help+", on test sockets", family.Counter)
+			f.Labels = []string{"direction"}
 			for _, d := range []struct {
 				dir string
 				n   *engine.SocketCounts
 			}{{Downstream, &down}, {Upstream, &up}} {
-				emit(Sample{Name: name, Help: info.Help + ", on test sockets", Kind: Counter,
-					Labels: []Label{{"direction", d.dir}}, Value: float64(d.n[c])})
+				emit(family.Sample{Family: f, Values: []string{d.dir}, Value: float64(d.n[c])})
 			}
 		}
 	}
 }
+
+// The families of the static Sources, each declared once.
+var (
+	famEngineThreads    = &family.Family{Name: "udpstp_engine_threads", Help: "Engine Threads running", Type: family.Gauge}
+	famEngineThreadsMax = &family.Family{Name: "udpstp_engine_threads_max",
+		Help: "The most Engine Threads the pool may start (the CPUs the process may use)", Type: family.Gauge}
+	famEngineConns   = &family.Family{Name: "udpstp_engine_connections", Help: "Test Connections the Engine Threads serve", Type: family.Gauge}
+	famEngineTurns   = &family.Family{Name: "udpstp_engine_turns_total", Help: "Turns the Engine Threads ran", Type: family.Counter}
+	famEngineWakeups = &family.Family{Name: "udpstp_engine_wakeups_total", Help: "Waits of the Engine Threads that ended", Type: family.Counter}
+	famEngineBusy    = &family.Family{Name: "udpstp_engine_busy_seconds_total",
+		Help: "Time the Engine Threads spent out of their waits, added up (also runnable but not running)", Type: family.Counter}
+	famBuildInfo = &family.Family{Name: "udpstp_build_info", Help: "udpstp's build: 1, with its version, commit and Go toolchain as labels",
+		Type: family.Gauge, Labels: []string{"version", "revision", "goversion", "goos", "goarch"}}
+	famArchiveWaiting = &family.Family{Name: "udpstp_archive_records_waiting",
+		Help: "Records in the archive's spool waiting for the remote result store", Type: family.Gauge}
+	famArchiveRecords = &family.Family{Name: "udpstp_archive_records_total",
+		Help: "Records of served tests the archive wrote, failed to write, or dropped", Type: family.Counter, Labels: []string{"result"}}
+	famNetnsRcvbuf = &family.Family{Name: "udpstp_netns_udp_receive_buffer_errors_total",
+		Help: "UDP datagrams the kernel dropped for a full receive buffer, on any UDP socket of the server's network namespace",
+		Type: family.Counter, Labels: []string{"family"}}
+	famNetnsSndbuf = &family.Family{Name: "udpstp_netns_udp_send_buffer_errors_total",
+		Help: "UDP datagrams the kernel refused for a full send buffer, on any UDP socket of the server's network namespace",
+		Type: family.Counter, Labels: []string{"family"}}
+	famNetnsReasm = &family.Family{Name: "udpstp_netns_ip_reassembly_failures_total",
+		Help: "IP fragments or datagrams the kernel failed to reassemble other than by timeout (a full reassembly memory, most often), in the server's network namespace",
+		Type: family.Counter, Labels: []string{"family"}}
+)
 
 // Pool reports a pool's Engine Threads: how many run and may run, the
 // Test Connections they serve, their turns and wake-ups, and the time
@@ -65,18 +106,15 @@ func Sockets(totals func() (down, up engine.SocketCounts)) Source {
 // udpstp_engine_busy_seconds_total is the pool's busy share in threads;
 // divided by udpstp_engine_threads, the share of each).
 func Pool(stats func() engine.PoolStats) Source {
-	return func(emit func(Sample)) {
+	return func(emit func(family.Sample)) {
 		st := stats()
-		emit(Sample{Name: "engine_threads", Help: "Engine Threads running", Kind: Gauge, Value: float64(st.Threads)})
-		emit(Sample{Name: "engine_threads_max", Help: "The most Engine Threads the pool may start (the CPUs the process may use)",
-			Kind: Gauge, Value: float64(st.MaxThreads)})
-		emit(Sample{Name: "engine_connections", Help: "Test Connections the Engine Threads serve", Kind: Gauge, Value: float64(st.Conns)})
-		emit(Sample{Name: "engine_turns", Help: "Turns the Engine Threads ran", Kind: Counter, Value: float64(st.Turns)})
-		emit(Sample{Name: "engine_wakeups", Help: "Waits of the Engine Threads that ended", Kind: Counter, Value: float64(st.Wakeups)})
+		emit(family.Sample{Family: famEngineThreads, Value: float64(st.Threads)})
+		emit(family.Sample{Family: famEngineThreadsMax, Value: float64(st.MaxThreads)})
+		emit(family.Sample{Family: famEngineConns, Value: float64(st.Conns)})
+		emit(family.Sample{Family: famEngineTurns, Value: float64(st.Turns)})
+		emit(family.Sample{Family: famEngineWakeups, Value: float64(st.Wakeups)})
 		if engine.PoolSupported {
-			emit(Sample{Name: "engine_busy_seconds",
-				Help: "Time the Engine Threads spent out of their waits, added up (also runnable but not running)",
-				Kind: Counter, Value: st.Busy.Seconds()})
+			emit(family.Sample{Family: famEngineBusy, Value: st.Busy.Seconds()})
 		}
 	}
 }
@@ -94,10 +132,8 @@ func Build(b BuildInfo) Source {
 	if b.GoVersion == "" {
 		b.GoVersion = runtime.Version()
 	}
-	return func(emit func(Sample)) {
-		emit(Sample{Name: "build_info", Help: "udpstp's build: 1, with its version, commit and Go toolchain as labels", Kind: Gauge,
-			Labels: []Label{{"version", b.Version}, {"revision", b.Revision}, {"goversion", b.GoVersion},
-				{"goos", runtime.GOOS}, {"goarch", runtime.GOARCH}},
+	return func(emit func(family.Sample)) {
+		emit(family.Sample{Family: famBuildInfo, Values: []string{b.Version, b.Revision, b.GoVersion, runtime.GOOS, runtime.GOARCH},
 			Value: 1})
 	}
 }
@@ -107,18 +143,16 @@ func Build(b BuildInfo) Source {
 // (they came while it closed), and, with a spool (a remote --store), how
 // many records wait in it. counts and waiting are called once per scrape.
 func Archive(counts func() (written, failed, dropped uint64), waiting func() (int, bool)) Source {
-	return func(emit func(Sample)) {
+	return func(emit func(family.Sample)) {
 		if n, ok := waiting(); ok {
-			emit(Sample{Name: "archive_records_waiting", Help: "Records in the archive's spool waiting for the remote result store",
-				Kind: Gauge, Value: float64(n)})
+			emit(family.Sample{Family: famArchiveWaiting, Value: float64(n)})
 		}
 		w, f, d := counts()
 		for _, c := range []struct {
 			result string
 			n      uint64
 		}{{"written", w}, {"failed", f}, {"dropped", d}} {
-			emit(Sample{Name: "archive_records", Help: "Records of served tests the archive wrote, failed to write, or dropped",
-				Kind: Counter, Labels: []Label{{"result", c.result}}, Value: float64(c.n)})
+			emit(family.Sample{Family: famArchiveRecords, Values: []string{c.result}, Value: float64(c.n)})
 		}
 	}
 }

@@ -19,6 +19,7 @@ type aggregate struct {
 	// Running minima over the whole test, never reset.
 	clockDeltaMin int32
 	rttMinimum    uint32
+	fineMin       dataphase.FineMinima // ours, to the µs (fine.go)
 	bleached      bool
 	skips         skipFigures
 	// send is the sum of the connections' sending rates (nominal L3
@@ -52,6 +53,7 @@ func (a *aggregate) add(r *dataphase.SubIntervalResult, rec *record, l3 float64,
 		a.clockDeltaMin = min(a.clockDeltaMin, cd)
 		a.rttMinimum = min(a.rttMinimum, r.RTTMinimum)
 	}
+	a.fineMin.Merge(&r.FineMin)
 	a.rec.merge(rec)
 	a.bleached = a.bleached || r.Bleached
 	a.skips.add(r)
@@ -236,7 +238,11 @@ func (c *Collector) conclude() {
 	}
 	if c.text() {
 		c.write(minimumLine(pre, dir, a.clockDeltaMin, rttMinimum, c.active))
+		if l := fineMinimumLine(pre, dir, &a.fineMin); l != "" {
+			c.write(l)
+		}
 	}
+	r.fineMin = a.fineMin
 	for i := range modes {
 		mx := &c.maxes[i]
 		if c.text() {
@@ -257,5 +263,8 @@ func (c *Collector) conclude() {
 	}
 	if r.stillRising && c.text() {
 		c.write(pre + StillRisingNote + "\n")
+	}
+	if r.reasmFails > 0 && c.text() {
+		c.write(pre + ReassemblyNote(r.reasmFails) + "\n")
 	}
 }

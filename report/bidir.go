@@ -80,6 +80,7 @@ type halfPhases struct {
 	idleCount    int // the bimodal count: Sub-Intervals of the idle baseline
 	idle, loaded *phase
 	minRTT       float64
+	fineMin      dataphase.FineMinima // ours, to the µs (fine.go)
 }
 
 func (c *Collector) phases() halfPhases {
@@ -94,7 +95,7 @@ func (c *Collector) phases() halfPhases {
 	if !r.complete || len(r.summary) == 0 {
 		return h
 	}
-	h.minRTT = r.summary[0].MinRTT
+	h.minRTT, h.fineMin = r.summary[0].MinRTT, r.fineMin
 	first := 1
 	for i := range r.summary {
 		s := r.summary[i]
@@ -125,7 +126,32 @@ func (b *Bidirectional) underLoad() *jobj {
 	}
 	o.add("Upstream", up.object(&down))
 	o.add("Downstream", down.object(&up))
+	if ms, res, ok := LoadedRTT(up.loadedHalf(), down.loadedHalf()); ok {
+		o.num("LoadedRTT", ms/1000, precFine)
+		o.str("LoadedRTTResolution", string(res))
+		if rpm, ok := RPM(ms); ok {
+			o.num("RPM", rpm, 0)
+			o.str("Grade", Grade(rpm))
+		}
+	}
 	return o
+}
+
+// loadedHalf is h's figures for LoadedRTT: the minimum RTT and the loaded
+// phase's mean RTT above it, OB-UDPST's in whole ms and ours to the µs
+// where h measured them.
+func (h *halfPhases) loadedHalf() LoadedHalf {
+	var l LoadedHalf
+	if h.loaded == nil {
+		return l
+	}
+	minMs, avgMs := 1000*h.minRTT, 1000*h.loaded.sum.Q.RTTAvg
+	l.MinRTTMs, l.LoadedRTTVarAvgMs = &minMs, &avgMs
+	if h.fineMin.RTTBaseSet && h.loaded.fine.RTTVar.Cnt > 0 {
+		fMin, fAvg := float64(h.fineMin.RTTBaseUs)/1000, h.loaded.fine.RTTVar.Ms()[1]
+		l.FineMinRTTMs, l.FineLoadedRTTVarAvgMs = &fMin, &fAvg
+	}
+	return l
 }
 
 func (h *halfPhases) object(other *halfPhases) *jobj {
@@ -139,6 +165,14 @@ func (h *halfPhases) object(other *halfPhases) *jobj {
 		h.loaded.add(o.obj("Loaded"))
 	}
 	o.num("MinRTTSummary", h.minRTT, precDelay)
+	// The minimum RTT shown, and the one the Fine RTT figures vary
+	// against (dataphase.FineMinima), in seconds to the µs.
+	if h.fineMin.RTTSet {
+		o.num("MinRTTFine", float64(h.fineMin.RTTUs)/1e6, precFine)
+	}
+	if h.fineMin.RTTBaseSet {
+		o.num("RTTVarBaseFine", float64(h.fineMin.RTTBaseUs)/1e6, precFine)
+	}
 	if h.idle != nil && h.loaded != nil {
 		o.num("RTTAvgIncrease", h.loaded.sum.Q.RTTAvg-h.idle.sum.Q.RTTAvg, precDelay)
 		o.num("PDVAvgIncrease", h.loaded.sum.Q.PDVAvg-h.idle.sum.Q.PDVAvg, precDelay)
@@ -184,6 +218,11 @@ func (b *Bidirectional) WriteText(w io.Writer) error {
 	s.WriteString(down.line("Downstream", "Upstream", &up))
 	s.WriteString(up.fineLine("Upstream"))
 	s.WriteString(down.fineLine("Downstream"))
+	if ms, res, ok := LoadedRTT(up.loadedHalf(), down.loadedHalf()); ok {
+		if rpm, ok := RPM(ms); ok {
+			fmt.Fprintf(&s, "Latency under load, responsiveness: Round trip(ms): %.3f (from the %s figures), RPM: %.0f (%s)\n", ms, res, rpm, Grade(rpm))
+		}
+	}
 	_, err := io.WriteString(w, s.String())
 	return err
 }

@@ -3,8 +3,11 @@ package report
 import (
 	"bytes"
 	"io"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/udpstp/udpstp/dataphase"
 )
 
 // fakeCollector is a finished Collector, printing jsonf to w, of the
@@ -110,4 +113,90 @@ func failedCollector(t *testing.T, code int) *Collector {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// lanCollector is a finished half of a LAN's --bidirectional test: every
+// ms figure 0 (OB-UDPST's whole ms), the downstream half's own figures to
+// the µs a 60 µs minimum round trip and 140 µs above it under load.
+func lanCollector(t *testing.T, w io.Writer, upstream bool) *Collector {
+	t.Helper()
+	info := TestInfo{TestIntTime: 5, SubIntPeriod: 1000, ConnMax: 1, ConnMin: 1, Bimodal: 2, SuppCount: 2, Upstream: upstream}
+	c := New(w, Options{Format: FormatJSONFormatted, Connections: 1, MinConnections: 1, Now: fixedClock(1796009000e9)})
+	c.Activate(info)
+	for k := 1; k <= 5; k++ {
+		r := fakeResult(k, 0, false)
+		r.ClockDeltaMin, r.RTTMinimum, r.Stats.RTTVarMax, r.RTTSum = 0, 0, 0, 0
+		if !upstream {
+			v := uint32(20)
+			if k > 2 {
+				v = 140
+			}
+			r.Fine = dataphase.FineDelays{RTTVar: dataphase.FineStat{Min: v, Max: v, Sum: 10 * uint64(v), Cnt: 10},
+				OWDVar: dataphase.FineStat{Min: 1, Max: 1, Sum: 10, Cnt: 10}}
+			r.FineMin = dataphase.FineMinima{OWDUs: 37, OWDSet: true, RTTUs: 60, RTTSet: true, RTTBaseUs: 60, RTTBaseSet: true}
+		}
+		c.Add(0, r)
+	}
+	c.ConnEnded(true)
+	if err := c.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestBidirectionalLANResponsiveness: on a LAN, whose round trips
+// OB-UDPST's whole ms read 0, the pair's loaded round trip and RPM come
+// from udpstp's figures to the µs and say so, in the document and the
+// text; the text's minimum line keeps OB-UDPST's bytes and ours follows.
+func TestBidirectionalLANResponsiveness(t *testing.T) {
+	var text bytes.Buffer
+	b := &Bidirectional{Up: lanCollector(t, io.Discard, true), Down: lanCollector(t, io.Discard, false)}
+	v, err := parseOrdered(b.Document(FormatJSONFormatted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul := fObj(t, fObj(t, v.(*jobj), ExtensionKey), "Bidirectional")
+	// 60 µs + 140 µs: 0.2 ms, 300000 RPM; not the 1 ms floor, 60000.
+	if got := fNum(t, ul, "LoadedRTT"); math.Abs(got-0.0002) > 1e-9 {
+		t.Errorf("LoadedRTT %v s, want 0.0002", got)
+	}
+	if got := fStr(t, ul, "LoadedRTTResolution"); got != string(ResolutionMicrosecond) {
+		t.Errorf("LoadedRTTResolution %q", got)
+	}
+	if got := fNum(t, ul, "RPM"); got != 300000 || fStr(t, ul, "Grade") != GradeHigh {
+		t.Errorf("RPM %v %s, want 300000 High", got, fStr(t, ul, "Grade"))
+	}
+	if got := fNum(t, fObj(t, ul, "Downstream"), "MinRTTFine"); got != 0.00006 {
+		t.Errorf("Downstream MinRTTFine %v", got)
+	}
+	if err := b.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Latency under load, responsiveness: Round trip(ms): 0.200 (from the microsecond figures), RPM: 300000 (High)\n"; !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+
+	var down bytes.Buffer
+	lanText := func(w io.Writer) {
+		info := TestInfo{TestIntTime: 5, SubIntPeriod: 1000, ConnMax: 1, ConnMin: 1}
+		c := New(w, Options{Format: FormatText, Connections: 1, MinConnections: 1, Now: fixedClock(1796009000e9)})
+		c.Activate(info)
+		r := fakeResult(1, 0, false)
+		r.ClockDeltaMin, r.RTTMinimum = 0, 0
+		r.FineMin = dataphase.FineMinima{OWDUs: 37, OWDSet: true, RTTUs: 60, RTTSet: true, RTTBaseUs: 0, RTTBaseSet: true}
+		c.Add(0, r)
+		c.ConnEnded(true)
+		if err := c.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lanText(&down)
+	for _, want := range []string{
+		"Downstream Minimum One-Way Delay(ms): 0 [w/clock diff], Round-Trip Time(ms): 0, Active Connections: 1\n" +
+			"Downstream Minimum to the microsecond: One-Way Delay(ms): 0.037 [w/clock diff], Round-Trip Time(ms): 0.060\n",
+	} {
+		if !strings.Contains(down.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, down.String())
+		}
+	}
 }

@@ -332,10 +332,35 @@ func (c *Collector) Finish() error {
 		}
 	}
 	c.res.eom = c.now()
+	if c.text() && c.opt.Verbose && c.res.groupWindow > 0 {
+		c.write(fmt.Sprintf("Grouping window (udpstp): each Burst left up to %d us late\n", c.res.groupWindow.Microseconds()))
+	}
 	if !c.text() {
 		c.write(string(c.document(c.opt.Format)) + "\n")
 	}
 	return c.werr
+}
+
+// SetGroupingWindow records the widest grouping window the Engine Threads
+// of the test's executor used (engine.PoolStats.GroupMax), before Finish:
+// each Burst may have left up to that late. The JSON document's extension
+// carries it (GroupingWindowUs) and -v's text says it, only when there was
+// one: none is the default.
+func (c *Collector) SetGroupingWindow(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.res.groupWindow = max(d, 0)
+}
+
+// SetReassemblyFailures records, before Finish, how many fragments or
+// datagrams the Load Receiver's host failed to reassemble during the test
+// other than by timeout (ReassemblyNote). The text report says so after
+// the Maximum and the JSON document's extension carries it
+// (ReassemblyFailures), only when there were some.
+func (c *Collector) SetReassemblyFailures(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.res.reasmFails = max(n, 0)
 }
 
 // StillRising reports (after Finish) whether the search was still rising

@@ -72,3 +72,34 @@ func (r *results) fineOver(first, last int) dataphase.FineDelays {
 	}
 	return f
 }
+
+// fineMinimumLine is our own line after OB-UDPST's minimum line (which
+// stays as it is: parsers read its whole ms), with the same minima to the
+// µs; "" where the Load Receiver measured none (an upstream client).
+func fineMinimumLine(prefix, dir string, m *dataphase.FineMinima) string {
+	if !m.OWDSet && !m.RTTBaseSet {
+		return ""
+	}
+	return fmt.Sprintf("%s%s Minimum to the microsecond: One-Way Delay(ms): %s [w/clock diff], Round-Trip Time(ms): %s\n",
+		prefix, dir, fineMs(m.OWDUs, m.OWDSet, "n/a"), fineMs(m.RTTUs, m.RTTSet, "n/a (the peer's response delay, in whole ms, hides it)"))
+}
+
+func fineMs(us int64, set bool, none string) string {
+	if !set {
+		return none
+	}
+	return fmt.Sprintf("%.3f", float64(us)/1000)
+}
+
+// fineMinObject is "udpstp"."Minimum": the test's minima in seconds to
+// the µs, named as OB-UDPST's Summary names its own in whole ms.
+func fineMinObject(m *dataphase.FineMinima) *jobj {
+	o := &jobj{}
+	if m.OWDSet {
+		o.num("MinOnewayDelay", float64(m.OWDUs)/1e6, precFine)
+	}
+	if m.RTTSet {
+		o.num("MinRTT", float64(m.RTTUs)/1e6, precFine)
+	}
+	return o
+}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // walk visits ours and the golden tree together; objects must have the

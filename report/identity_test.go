@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // semver is the regular expression semver.org gives for a valid version.

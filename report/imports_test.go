@@ -15,7 +15,7 @@ import (
 // moves down to dataphase instead).
 func TestImportsStayBelowControl(t *testing.T) {
 	const module = "github.com/udpstp/udpstp/"
-	allowed := map[string]bool{module + "dataphase": true, module + "clock": true, module + "internal/golden": true,
+	allowed := map[string]bool{module + "dataphase": true, module + "clock": true, module + "internal/testkit/golden": true,
 		module + "internal/buildinfo": true} // a leaf: the version of the binary
 	entries, err := os.ReadDir(".")
 	if err != nil {

@@ -34,7 +34,8 @@ func (r *results) document(f Format, ext bool) *jobj {
 	top.int("ErrorStatus", int64(r.status))
 	top.str("ErrorMessage", r.msg)
 	top.str("ErrorMessage2", r.msg2)
-	if ext && (r.skips.any() || r.connsShown() || len(r.fine) > 0 || r.stillRising) {
+	if ext && (r.skips.any() || r.connsShown() || len(r.fine) > 0 || r.fineMin.OWDSet || r.fineMin.RTTSet || r.stillRising ||
+		r.groupWindow > 0 || r.selection != nil || r.reasmFails > 0) {
 		top.add(ExtensionKey, r.extension())
 	}
 	return top
@@ -261,7 +262,10 @@ func (v *maxResult) object() *jobj {
 // skipped because they fell too far behind, the datagrams those Bursts
 // held, datagrams the kernel refused (withheld), and the plan they are
 // measured against. Then the per-connection figures (conns.go), then
-// SearchStillRising (1) when the search was still rising at the end.
+// SearchStillRising (1) when the search was still rising at the end, then
+// ServerSelection when a failover search chose by round trip (selection.go),
+// then ReassemblyFailures when the receiving host failed to reassemble
+// fragments.
 func (r *results) extension() *jobj {
 	o := &jobj{}
 	if r.skips.any() {
@@ -285,10 +289,26 @@ func (r *results) extension() *jobj {
 	if len(r.fine) > 0 {
 		o.add("Delays", r.fineArray())
 	}
+	if r.fineMin.OWDSet || r.fineMin.RTTSet {
+		o.add("Minimum", fineMinObject(&r.fineMin))
+	}
 	if r.stillRising {
 		// The search was still rising at the end (rising.go): the
 		// Maximum may be bound by the test's length.
 		o.flag("SearchStillRising", true)
+	}
+	if r.groupWindow > 0 {
+		// The executor's grouping window (engine.PoolOptions.Group):
+		// each Burst may have left up to this late.
+		o.int("GroupingWindowUs", r.groupWindow.Microseconds())
+	}
+	if r.selection != nil {
+		o.add("ServerSelection", selectionObject(r.selection))
+	}
+	if r.reasmFails > 0 {
+		// The host dropped fragments it could not reassemble
+		// (ReassemblyNote): later Sub-Intervals understate the path.
+		o.int("ReassemblyFailures", r.reasmFails)
 	}
 	return o
 }

@@ -298,10 +298,21 @@ type results struct {
 	skips     skipFigures
 	skipList  []skipInterval
 	fine      []fineInterval // ours, to the µs (fine.go)
+	// fineMin are the test's minima to the µs (ours, fine.go), where the
+	// Load Receiver measured them.
+	fineMin dataphase.FineMinima
 	// conns are the per-connection figures (conns.go), by 0-based
 	// connection index; rows indexes the Sending Rate Table to name rows.
 	conns map[int]*connSeries
 	rows  map[dataphase.SendingRate]int
 	// stillRising: the search was still rising at the end (rising.go).
 	stillRising bool
+	// groupWindow is the widest grouping window the executor's Engine
+	// Threads used over the test (SetGroupingWindow); 0: none.
+	groupWindow time.Duration
+	// selection: a failover search's round trips (selection.go).
+	selection *Selection
+	// reasmFails is the host's IP reassembly failures over a Load
+	// Receiver's test (SetReassemblyFailures); 0: none or not known.
+	reasmFails int64
 }

@@ -72,3 +72,67 @@ func Grade(rpm float64) string {
 }
 
 func finiteNonNegative(v float64) bool { return v >= 0 && !math.IsInf(v, 1) && !math.IsNaN(v) }
+
+// FineResolutionMs is the resolution of udpstp's own delays (fine.go):
+// one microsecond.
+const FineResolutionMs = 0.001
+
+// LoadedHalf is a --bidirectional half's figures for its loaded round
+// trip, in ms, nil where missing: OB-UDPST's whole-ms minimum RTT and the
+// mean RTT above it over the loaded phase, and udpstp's own pair to the µs
+// (a half measures those where it is the Load Receiver).
+type LoadedHalf struct {
+	MinRTTMs, LoadedRTTVarAvgMs         *float64
+	FineMinRTTMs, FineLoadedRTTVarAvgMs *float64
+}
+
+// Resolution names the figures a loaded round trip was computed from.
+type Resolution string
+
+const (
+	// ResolutionMicrosecond: udpstp's figures to the µs (fine.go).
+	ResolutionMicrosecond Resolution = "microsecond"
+	// ResolutionMillisecond: OB-UDPST's whole ms (its documents, or a
+	// udpstp document without our figures); at least DelayResolutionMs.
+	ResolutionMillisecond Resolution = "millisecond"
+)
+
+// LoadedRTT is a --bidirectional pair's round trip under load in ms: the
+// mean over the halves of each one's minimum RTT plus its mean RTT above
+// the minimum in the loaded phase. Where a half has udpstp's figures to the
+// µs, only such halves count (a LAN's round trip is a fraction of the
+// whole ms that OB-UDPST's figures are rounded to, and its 0 ms minimum
+// would make every LAN 1 ms, 60000 RPM); else OB-UDPST's ms figures, as
+// for its own documents. res says which; ok is false when no half has a
+// usable pair.
+func LoadedRTT(halves ...LoadedHalf) (ms float64, res Resolution, ok bool) {
+	mean := func(fine bool) (float64, bool) {
+		sum, n := 0.0, 0
+		for _, h := range halves {
+			lo, v, floor := h.MinRTTMs, h.LoadedRTTVarAvgMs, float64(DelayResolutionMs)
+			if fine {
+				lo, v, floor = h.FineMinRTTMs, h.FineLoadedRTTVarAvgMs, FineResolutionMs
+			}
+			if lo == nil || v == nil || !finiteNonNegative(*lo) || !finiteNonNegative(*v) {
+				continue
+			}
+			s := *lo + *v
+			if math.IsInf(s, 0) {
+				continue
+			}
+			sum += max(s, floor)
+			n++
+		}
+		if n == 0 {
+			return 0, false
+		}
+		return sum / float64(n), true
+	}
+	if ms, ok := mean(true); ok {
+		return ms, ResolutionMicrosecond, true
+	}
+	if ms, ok := mean(false); ok {
+		return ms, ResolutionMillisecond, true
+	}
+	return 0, "", false
+}

@@ -48,3 +48,30 @@ func TestLoadedRTTMs(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadedRTT: a pair's loaded round trip comes from udpstp's figures to
+// the µs where a half has them (a LAN's 0.2 ms is not taken as the 1 ms
+// floor of OB-UDPST's whole ms, 60000 RPM), else from the ms figures.
+func TestLoadedRTT(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	fine := LoadedHalf{MinRTTMs: f(0), LoadedRTTVarAvgMs: f(0), FineMinRTTMs: f(0.05), FineLoadedRTTVarAvgMs: f(0.15)}
+	msOnly := LoadedHalf{MinRTTMs: f(0), LoadedRTTVarAvgMs: f(0)}
+	for _, c := range []struct {
+		name   string
+		halves []LoadedHalf
+		ms     float64
+		res    Resolution
+		ok     bool
+	}{
+		{"LAN, one half to the µs", []LoadedHalf{msOnly, fine}, 0.2, ResolutionMicrosecond, true},
+		{"OB-UDPST's ms only", []LoadedHalf{msOnly, {MinRTTMs: f(20), LoadedRTTVarAvgMs: f(5)}}, 13, ResolutionMillisecond, true},
+		{"under a µs", []LoadedHalf{{FineMinRTTMs: f(0), FineLoadedRTTVarAvgMs: f(0)}}, FineResolutionMs, ResolutionMicrosecond, true},
+		{"corrupt µs figures fall back", []LoadedHalf{{MinRTTMs: f(3), LoadedRTTVarAvgMs: f(1), FineMinRTTMs: f(math.NaN()), FineLoadedRTTVarAvgMs: f(1)}}, 4, ResolutionMillisecond, true},
+		{"nothing", []LoadedHalf{{}, {MinRTTMs: f(-1), LoadedRTTVarAvgMs: f(1)}}, 0, "", false},
+	} {
+		ms, res, ok := LoadedRTT(c.halves...)
+		if math.Abs(ms-c.ms) > 1e-12 || res != c.res || ok != c.ok {
+			t.Errorf("%s: %v %q %v, want %v %q %v", c.name, ms, res, ok, c.ms, c.res, c.ok)
+		}
+	}
+}

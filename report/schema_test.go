@@ -5,12 +5,12 @@ import (
 	"io"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // TestGoldenSchemaDocuments holds the documents the Collector writes with
 // default options to the JSON Schema derived from OB-UDPST's results
-// (internal/golden): for every capture with results, a fake run of its
+// (internal/testkit/golden): for every capture with results, a fake run of its
 // shape (upstream and downstream, its connections, jumbo or not, fixed or
 // searched rate), the two halves of a Bidirectional pair and the runs of a
 // Repeat; and the failed runs, a setup error of each ErrorStatus. The same

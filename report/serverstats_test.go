@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // statsReference reads OB-UDPST's -G file from the reference data; it is

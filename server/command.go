@@ -49,19 +49,18 @@ func ExitStatus(err error) int {
 // exitCode is the status a detached server reports for err (daemon.go).
 func exitCode(err error) int { return ExitStatus(err) }
 
-// OptionName names an option, given by its long name, in messages as the
-// command line spells it ("--key-file/-K"); cmd/udpstp sets it from its
-// option table once, as it starts. Unset, messages say --name.
-var OptionName func(long string) string
+// optionNames names options in messages (Config.OptionName); nil: --name.
+type optionNames func(long string) string
 
 // option is an option named in a message.
 type option string
 
-func opt(name string) option { return option(name) }
-
-func (o option) String() string {
-	if OptionName != nil {
-		return OptionName(string(o))
+// opt is the option name as messages spell it.
+func (n optionNames) opt(name string) option {
+	if n != nil {
+		return option(n(name))
 	}
-	return "--" + string(o)
+	return option("--" + name)
 }
+
+func (o option) String() string { return string(o) }

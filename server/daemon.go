@@ -21,37 +21,31 @@ import (
 	"time"
 )
 
-// envDaemonChild marks the detached server and names the descriptor on
-// which it reports to the process that started it.
-const envDaemonChild = "UDPSTP_DAEMON_CHILD"
+// EnvDaemonChild marks the detached server and names the descriptor on
+// which it reports to the process that started it; the command reads it
+// (and removes it, so nothing the server starts inherits it) into
+// Daemon.Report.
+const EnvDaemonChild = "UDPSTP_DAEMON_CHILD"
+
+// Daemon is -x's side of the process.
+type Daemon struct {
+	// Report is, in the detached server, the descriptor EnvDaemonChild
+	// names: its line back to the process that started it. nil otherwise.
+	Report *os.File
+	// Args and Environ are the command line (os.Args) and the
+	// environment the server is started again with, detached.
+	Args    []string
+	Environ []string
+}
 
 // daemonStartTimeout bounds how long the starting process waits for the
 // detached one.
 const daemonStartTimeout = 15 * time.Second
 
 // daemonChild is the detached server's line back to the process that
-// started it; nil when this process was not started that way.
+// started it; w is nil when this process was not started that way.
 type daemonChild struct {
 	w *os.File
-}
-
-// daemonChildFromEnv returns the report line if this process is a
-// detached server, and removes the mark so nothing it starts inherits it.
-func daemonChildFromEnv() *daemonChild {
-	v := os.Getenv(envDaemonChild)
-	if v == "" {
-		return nil
-	}
-	os.Unsetenv(envDaemonChild)
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
-		return nil
-	}
-	f := os.NewFile(uintptr(fd), "daemon-report")
-	if f == nil {
-		return nil
-	}
-	return &daemonChild{w: f}
 }
 
 // ready tells the starting process that the server runs.
@@ -76,20 +70,24 @@ func (d *daemonChild) fail(err error) {
 
 // daemonize starts this server again, detached, and returns once it runs
 // (nil: exit 0) or has failed (its error and status).
-func daemonize(so Options) error {
+func daemonize(so Options, d Daemon, opt func(string) option) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return exitError("ERROR: cannot find the udpstp binary to start in the background: "+err.Error(), ExitFailure)
 	}
 	// Standard input and output, and standard error without -l, stay
 	// nil: exec.Cmd connects them to /dev/null.
-	cmd := exec.Command(exe, os.Args[1:]...)
+	var args []string
+	if len(d.Args) > 0 {
+		args = d.Args[1:]
+	}
+	cmd := exec.Command(exe, args...)
 	if so.LogFile != "" {
 		// Opened here, before detaching, as OB-UDPST does: a log file that
 		// cannot be written is reported on the command line.
 		f, err := openLogFile(so.LogFile)
 		if err != nil {
-			return fopenError("log-file", err)
+			return fopenError(opt("log-file"), err)
 		}
 		defer f.Close()
 		cmd.Stderr = f
@@ -99,7 +97,7 @@ func daemonize(so Options) error {
 		return exitError("ERROR: "+err.Error(), ExitFailure)
 	}
 	defer r.Close()
-	cmd.Env = append(os.Environ(), envDaemonChild+"=3") // ExtraFiles[0] is descriptor 3
+	cmd.Env = append(append([]string(nil), d.Environ...), EnvDaemonChild+"=3") // ExtraFiles[0] is descriptor 3
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = detachedAttr()
 	if err := cmd.Start(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/sdnotify"
 )
 
 // readyPath is the readiness endpoint on the metrics listener
@@ -55,7 +56,7 @@ func drainStatusLine(snap *control.ServerSnapshot, until time.Time) string {
 // server drained, its timeout or stop; stop (a hard stop); done (Serve
 // returned). It ends Serve by calling stopServe, except on done.
 func runDrain(drain <-chan struct{}, stop, done <-chan struct{}, timeout time.Duration, srv *control.Server,
-	nt *notifier, log *slog.Logger, stopServe context.CancelFunc) {
+	nt *sdnotify.Notifier, log *slog.Logger, stopServe context.CancelFunc) {
 	select {
 	case <-drain:
 	case <-stop:
@@ -74,8 +75,8 @@ func runDrain(drain <-chan struct{}, stop, done <-chan struct{}, timeout time.Du
 	until := time.Now().Add(wait)
 	log.Info("draining: no new tests (setups refused with code 13), /readyz 503; running tests end normally",
 		"running", snap.Running, "drain_timeout", timeout, "wait", wait)
-	nt.stop()
-	nt.send("STATUS=" + drainStatusLine(&snap, until))
+	nt.Stop()
+	nt.Send("STATUS=" + drainStatusLine(&snap, until))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(statusPeriod)
@@ -94,7 +95,7 @@ func runDrain(drain <-chan struct{}, stop, done <-chan struct{}, timeout time.Du
 			return
 		case <-tick.C:
 			snap = srv.Snapshot()
-			nt.send("STATUS=" + drainStatusLine(&snap, until))
+			nt.Send("STATUS=" + drainStatusLine(&snap, until))
 		case <-stop:
 			log.Warn("second signal: stopping now; running tests are cut short")
 			return

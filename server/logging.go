@@ -19,8 +19,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/coreos/go-systemd/v22/journal"
-
 	"github.com/udpstp/udpstp/internal/atomicfile"
 )
 
@@ -34,7 +32,9 @@ type logOutput struct {
 // serviceLogOutput picks the log's destination: the -l file in a daemon,
 // nothing in a daemon without one (OB-UDPST discards everything then),
 // standard error otherwise.
-func serviceLogOutput(so Options, daemonChild bool) (logOutput, error) {
+// stderr is the process's standard error (Config.Stderr), journal says
+// that it is journald's stream (Config.Journal).
+func serviceLogOutput(so Options, daemonChild bool, stderr io.Writer, journal bool) (logOutput, error) {
 	if daemonChild || so.Daemon {
 		if so.LogFile == "" {
 			return logOutput{}, nil
@@ -45,8 +45,10 @@ func serviceLogOutput(so Options, daemonChild bool) (logOutput, error) {
 		}
 		return logOutput{w: f, closer: f}, nil
 	}
-	j, _ := journal.StderrIsJournalStream()
-	return logOutput{w: os.Stderr, journal: j}, nil
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	return logOutput{w: stderr, journal: journal}, nil
 }
 
 // newServiceLogger builds the logger for out in format ("text" or "json")
@@ -222,6 +224,6 @@ func openLogFile(path string) (*os.File, error) {
 
 // fopenError reports a file named by option (-l, -G) that cannot be
 // opened: one line, as OB-UDPST's, and status ExitInit.
-func fopenError(option string, err error) error {
-	return exitError(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, opt(option)), ExitInit)
+func fopenError(o option, err error) error {
+	return exitError(fmt.Sprintf("FOPEN ERROR: %v (%s)", err, o), ExitInit)
 }

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/internal/enginenet"
+	"github.com/udpstp/udpstp/internal/sdnotify"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -23,10 +21,10 @@ import (
 // sockets answer Setup Requests and every accepted Test Connection gets its
 // Data Phase on the engine's executor. On the way it checks its files
 // before opening any socket, detaches with -x, takes systemd's sockets,
-// tells systemd how it is doing, reloads its key file on SIGHUP and
-// writes -G statistics.
+// tells systemd how it is doing, reloads its key file when lo.Reload
+// asks (SIGHUP) and writes -G statistics.
 func Serve(ctx context.Context, cfg *control.ServerConfig, lo Config) error {
-	child := daemonChildFromEnv()
+	child := &daemonChild{w: lo.Daemon.Report}
 	err := serveService(ctx, cfg, lo, child)
 	child.fail(err) // a no-op once the server reported ready
 	return err
@@ -34,138 +32,69 @@ func Serve(ctx context.Context, cfg *control.ServerConfig, lo Config) error {
 
 func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, child *daemonChild) error {
 	so := lo.Service
-	// A SIGHUP must not end the server (its default action), even one that
-	// comes while it starts.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	// Everything that can be wrong with the options is found before a
-	// socket is opened, and in the shell's process with -x (daemonize
-	// opens the -l file there, serviceLogOutput in the background one).
-	if err := so.absPaths(); err != nil {
-		return exitError("ERROR: "+err.Error(), ExitConfig)
-	}
-	if err := checkStatsFile(so.StatsFile, time.Now()); err != nil {
+	opt := optionNames(lo.OptionName).opt
+	started := time.Now() // -G's process_uptime counts from here
+	isChild := child.w != nil
+	st, err := checkOptions(so, lo, opt)
+	if err != nil {
 		return err
 	}
-	recordEvery, fileEvery, firstFile, err := statsTiming()
-	if err != nil {
-		return exitError("ERROR: "+err.Error(), ExitConfig)
+	if so.Daemon && !isChild {
+		return daemonize(so, lo.Daemon, opt)
 	}
-	if so.Daemon && child == nil {
-		return daemonize(so)
-	}
-	if child != nil {
+	if isChild {
 		os.Chdir("/") // as OB-UDPST's daemon; every path is absolute by now
 	}
 
-	out, err := serviceLogOutput(so, child != nil)
+	log, closeLog, err := openServiceLog(cfg, lo, isChild, opt)
 	if err != nil {
-		return fopenError("log-file", err)
+		return err
 	}
-	if out.closer != nil {
-		defer out.closer.Close()
-	}
-	level := so.LogLevel
-	if cfg.Debug && !so.LogLevelSet {
-		level = slog.LevelDebug
-	}
-	log := newServiceLogger(out, so.LogFormat, level)
+	defer closeLog()
 
 	// --metrics-listen is bound before the control sockets: an address in
 	// use is a start error, like a control port in use.
-	mx, err := listenMetrics(so.MetricsListen)
+	mx, err := listenMetrics(so.MetricsListen, opt)
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
 	defer mx.close()
 
-	arc, err := openArchive(ctx, so.Archive, log)
+	arc, err := openArchive(ctx, so.Archive, log, opt)
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
 	var onTestEnd func(*control.TestRecord)
 	if arc != nil {
 		onTestEnd = arc.Add
-		defer func() {
-			if err := arc.Close(); err != nil {
-				log.Error("archive: closing", "err", err)
-			}
-		}()
+		arc.watchDrain(lo.Drain, so.drainTimeout(cfg.MaxTestTime))
+		defer arc.close() // an early return; after the stop's, a no-op
 	}
 
-	socks, err := activatedSockets()
+	socks, err := activatedSockets(lo.Listeners)
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
-	base := newServerNet(lo, cfg.ShowErrors, log)
+	base := enginenet.NewServer(enginenet.Options{NoGSO: lo.NoGSO, ShowErrors: cfg.ShowErrors, Log: log, Env: lo.Engine})
 	snet := newStatsNet(base)
-	srv, err := control.NewServerWith(*cfg, snet, log, control.ServerOptions{
-		Sockets:   socks,
-		SetupRate: float64(so.SetupRate), SetupBurst: SetupBurst(so.SetupRate),
-		TestPorts: so.TestPorts, MaxConnsPerSource: so.PerSource, SourcePrefix6: so.SourcePrefix6,
-		OnTestEnd: onTestEnd,
-	})
+	srv, err := control.NewServerWith(*cfg, snet, log, controlOptions(so, socks, onTestEnd))
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), ExitInit)
 	}
-	log.Info("udpstp server started", "version", buildinfo.Get().Version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
-		control.ProtocolVersion, control.MinLegacyProtocolVer, control.ProtocolVersion),
-		"listen", srv.Addrs(), "socket_activation", len(socks) > 0, "executor", base.describe(),
-		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
-		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "setup_rate_per_source", so.SetupRate,
-		"test_ports", srv.TestPorts().String(), "test_port_bits", fmt.Sprintf("%.1f", srv.TestPorts().Bits()),
-		"gso", !lo.NoGSO, "pid", os.Getpid())
-	if len(socks) > 0 && len(cfg.BindAddrs) > 0 {
-		log.Warn("control sockets passed by systemd are used; the bind addresses on the command line are ignored", "ignored", cfg.BindAddrs)
-	}
-	warnWeakKeys(log, cfg.Keys)
+	logStarted(log, cfg, lo, srv, base, len(socks) > 0)
 
 	reloads := &control.KeyReloads{Single: so.AuthKey, Path: so.KeyFile, Option: opt("key-file").String(), Log: log}
-	nt := newNotifier(log)
-	nt.send("READY=1")
+	nt := sdnotify.New(lo.Systemd.Socket, log)
+	nt.Ready()
 	child.ready()
+	if lo.Ready != nil {
+		lo.Ready(srv.Addrs())
+	}
 
 	// The service's helpers run until Serve has returned.
-	svc, stopSvc := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	startWatchdog(svc, &wg, nt, log)
-	wg.Add(2)
-	go func() { defer wg.Done(); runStatus(svc, srv, nt, statusPeriod) }()
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-svc.Done():
-				return
-			case <-hup:
-				reloadKeys(srv, reloads, nt, log)
-			}
-		}
-	}()
-	// Ready while admitting: not once a drain or a stop began.
-	ready := func() bool { return !srv.Draining() && ctx.Err() == nil }
-	mx.start(svc, &wg, srv, snet, base, arc, ready, log)
-	if so.StatsFile != "" {
-		sc := &statsCollector{
-			pattern: so.StatsFile, srv: srv, net: snet, log: log, started: processStart,
-			record: recordEvery, file: fileEvery, first: firstFile,
-			header: statsHeader(cfg, srv, lo),
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); sc.run(svc) }()
-	}
-	// STOPPING=1 as soon as the signal comes, not when the tests are over.
-	go func() {
-		select {
-		case <-ctx.Done():
-			log.Info("stopping: no new tests; running tests end with the stop handshake", "running", srv.Snapshot().Running,
-				"grace", control.DefaultShutdownGrace)
-			nt.stop()
-		case <-svc.Done():
-		}
-	}()
+	h := &helpers{ctx: ctx, cfg: cfg, lo: lo, srv: srv, snet: snet, base: base, arc: arc, mx: mx, nt: nt,
+		reloads: reloads, log: log, opt: opt, started: started, stats: st}
+	stopHelpers := h.start()
 
 	// The first SIGTERM drains (drain.go); Serve's own context is the
 	// hard stop.
@@ -180,9 +109,11 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	err = srv.Serve(serveCtx)
 	close(served)
 	<-drainDone
-	nt.stop()
-	stopSvc()
-	wg.Wait()
+	nt.Stop()
+	stopHelpers()
+	// The records are in the store, or on disk for the next start, before
+	// the server says it stopped (server/archive.go).
+	arc.close()
 	if err != nil {
 		return exitError("ERROR: "+err.Error(), 1)
 	}
@@ -196,14 +127,136 @@ func serveService(ctx context.Context, cfg *control.ServerConfig, lo Config, chi
 	return nil
 }
 
-// processStart is when this process started, for -G's process_uptime.
-var processStart = time.Now()
+// helpers are the service's goroutines beside the control loop: the
+// watchdog, the status line, key reloads, the metrics endpoint, -G, and
+// STOPPING=1 at the signal.
+type helpers struct {
+	ctx     context.Context // Serve's: its end is the signal
+	cfg     *control.ServerConfig
+	lo      Config
+	srv     *control.Server
+	snet    *statsNet
+	base    *enginenet.Net
+	arc     *serverArchive
+	mx      *metricsEndpoint
+	nt      *sdnotify.Notifier
+	reloads *control.KeyReloads
+	log     *slog.Logger
+	opt     func(string) option
+	started time.Time
+	stats   statsEvery
+}
+
+// start starts them; the function returned stops them and waits until
+// each has returned.
+func (h *helpers) start() (stop func()) {
+	so := h.lo.Service
+	svc, stopSvc := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	startWatchdog(svc, &wg, h.lo.Systemd, h.nt, h.log)
+	wg.Add(2)
+	go func() { defer wg.Done(); runStatus(svc, h.srv, h.nt, statusPeriod) }()
+	go func() {
+		defer wg.Done()
+		sdnotify.RunReloads(svc, h.lo.Reload, func() { reloadKeys(h.srv, h.reloads, h.nt, h.log) })
+	}()
+	// Ready while admitting: not once a drain or a stop began.
+	ready := func() bool { return !h.srv.Draining() && h.ctx.Err() == nil }
+	h.mx.start(svc, &wg, h.srv, h.snet, h.base, h.arc, ready, h.log, h.opt)
+	if so.StatsFile != "" {
+		sc := &statsCollector{
+			pattern: so.StatsFile, srv: h.srv, net: h.snet, log: h.log, started: h.started, opt: h.opt,
+			record: h.stats.record, file: h.stats.file, first: h.stats.first,
+			header: statsHeader(h.cfg, h.srv, h.lo),
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); sc.run(svc) }()
+	}
+	// STOPPING=1 as soon as the signal comes, not when the tests are over.
+	go func() {
+		select {
+		case <-h.ctx.Done():
+			h.log.Info("stopping: no new tests; running tests end with the stop handshake", "running", h.srv.Snapshot().Running,
+				"grace", control.DefaultShutdownGrace)
+			h.nt.Stop()
+		case <-svc.Done():
+		}
+	}()
+	return func() { stopSvc(); wg.Wait() }
+}
+
+// openServiceLog opens the service's log (-l, journald or standard
+// error) at its level; close closes its file, if any.
+func openServiceLog(cfg *control.ServerConfig, lo Config, isChild bool, opt func(string) option) (log *slog.Logger, close func(), err error) {
+	so := lo.Service
+	out, err := serviceLogOutput(so, isChild, lo.Stderr, lo.Journal)
+	if err != nil {
+		return nil, nil, fopenError(opt("log-file"), err)
+	}
+	close = func() {}
+	if out.closer != nil {
+		close = func() { out.closer.Close() }
+	}
+	level := so.LogLevel
+	if cfg.Debug && !so.LogLevelSet {
+		level = slog.LevelDebug
+	}
+	return newServiceLogger(out, so.LogFormat, level), close, nil
+}
+
+// controlOptions are the control server's options from the service's:
+// admission by source, the test ports, the record of each test.
+func controlOptions(so Options, socks []control.Socket, onTestEnd func(*control.TestRecord)) control.ServerOptions {
+	return control.ServerOptions{
+		Sockets:   socks,
+		SetupRate: float64(so.SetupRate), SetupBurst: SetupBurst(so.SetupRate),
+		TestPorts: so.TestPorts, MaxConnsPerSource: so.PerSource, SourcePrefix6: so.SourcePrefix6,
+		OnTestEnd: onTestEnd,
+	}
+}
+
+// statsEvery is when -G writes: a record every record, a file every file,
+// the first after first (service_stats.go).
+type statsEvery struct{ record, file, first time.Duration }
+
+// checkOptions finds everything that can be wrong with the options before
+// a socket is opened, and in the shell's process with -x (daemonize opens
+// the -l file there, serviceLogOutput in the background one).
+func checkOptions(so Options, lo Config, opt func(string) option) (statsEvery, error) {
+	if err := so.absPaths(); err != nil {
+		return statsEvery{}, exitError("ERROR: "+err.Error(), ExitConfig)
+	}
+	if err := checkStatsFile(so.StatsFile, time.Now(), opt); err != nil {
+		return statsEvery{}, err
+	}
+	record, file, first, err := statsTiming(lo.StatsTiming)
+	if err != nil {
+		return statsEvery{}, exitError("ERROR: "+err.Error(), ExitConfig)
+	}
+	return statsEvery{record, file, first}, nil
+}
+
+// logStarted logs the start-up line: what the server serves and with
+// which limits, and what an operator may have meant otherwise.
+func logStarted(log *slog.Logger, cfg *control.ServerConfig, lo Config, srv *control.Server, base *enginenet.Net, activated bool) {
+	so := lo.Service
+	log.Info("udpstp server started", "version", buildinfo.Get().Version, "protocol", fmt.Sprintf("%d (accepts %d-%d)",
+		control.ProtocolVersion, control.MinLegacyProtocolVer, control.ProtocolVersion),
+		"listen", srv.Addrs(), "socket_activation", activated, "executor", base.Describe(),
+		"jumbo", !cfg.NoJumbo, "traditional_mtu", cfg.TraditionalMTU, "max_bandwidth_mbps", cfg.MaxBandwidth,
+		"auth", cfg.Keys.Configured(), "max_connections", cfg.MaxConnections, "setup_rate_per_source", so.SetupRate,
+		"test_ports", srv.TestPorts().String(), "test_port_bits", fmt.Sprintf("%.1f", srv.TestPorts().Bits()),
+		"gso", !lo.NoGSO, "pid", os.Getpid())
+	if activated && len(cfg.BindAddrs) > 0 {
+		log.Warn("control sockets passed by systemd are used; the bind addresses on the command line are ignored", "ignored", cfg.BindAddrs)
+	}
+	warnWeakKeys(log, cfg.Keys)
+}
 
 // activatedSockets takes the control sockets systemd passed (socket
-// activation, LISTEN_FDS), if any. They are taken without switching them
-// to blocking mode, and must be UDP sockets.
-func activatedSockets() ([]control.Socket, error) {
-	files := activation.Files(true)
+// activation, LISTEN_FDS: the command takes them without switching them
+// to blocking mode), if any. They must be UDP sockets.
+func activatedSockets(files []*os.File) ([]control.Socket, error) {
 	var socks []control.Socket
 	for i, f := range files {
 		s, err := engine.SocketFromFile(f)
@@ -225,15 +278,14 @@ func activatedSockets() ([]control.Socket, error) {
 // running tests keep the keys they started with. A file that does not
 // load, or looks half-written, leaves the keys in use as they were
 // (control.KeyReloads, which logs once per episode of failures).
-func reloadKeys(srv *control.Server, reloads *control.KeyReloads, nt *notifier, log *slog.Logger) {
+func reloadKeys(srv *control.Server, reloads *control.KeyReloads, nt *sdnotify.Notifier, log *slog.Logger) {
 	if reloads.Path == "" {
 		log.Info("SIGHUP: no key file to reload (--key-file/-K not given)")
 		return
 	}
-	nt.reloading()
-	defer nt.reloaded()
-	if keys := reloads.Reload(srv.Keys()); keys != nil {
-		srv.SetKeys(keys)
+	nt.Reloading()
+	defer nt.Reloaded()
+	if keys := reloads.Reload(srv.Keys(), srv.SetKeys); keys != nil {
 		warnWeakKeys(log, keys)
 	}
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/internal/enginenet"
 	"github.com/udpstp/udpstp/metrics"
-	"github.com/udpstp/udpstp/server/archive"
 )
 
 // metricsEndpoint is the endpoint's listener until it serves; nil: none.
@@ -30,7 +30,7 @@ type metricsEndpoint struct {
 
 // listenMetrics binds addr ("": no endpoint, a nil endpoint) on the
 // families it names (metricsNetwork).
-func listenMetrics(addr string) (*metricsEndpoint, error) {
+func listenMetrics(addr string, opt func(string) option) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -73,8 +73,8 @@ func (m *metricsEndpoint) close() {
 
 // start serves /metrics, and /readyz (readyHandler) by ready, until ctx
 // ends.
-func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *engineNet,
-	arc *archive.Archive, ready func() bool, log *slog.Logger) {
+func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *control.Server, snet *statsNet, base *enginenet.Net,
+	arc *serverArchive, ready func() bool, log *slog.Logger, opt func(string) option) {
 	if m == nil {
 		return
 	}
@@ -87,8 +87,8 @@ func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *co
 		metrics.UDPNetns(),
 		metrics.Build(buildInfo()),
 	}
-	if base.pool != nil {
-		sources = append(sources, metrics.Pool(base.pool.Stats))
+	if pool := base.Pool(); pool != nil {
+		sources = append(sources, metrics.Pool(pool.Stats))
 	}
 	if arc != nil {
 		sources = append(sources, metrics.Archive(func() (written, failed, dropped uint64) {
@@ -101,10 +101,11 @@ func (m *metricsEndpoint) start(ctx context.Context, wg *sync.WaitGroup, srv *co
 		return
 	}
 	log.Info("metrics endpoint", "url", "http://"+m.ln.Addr().String()+"/metrics",
-		"readiness", "http://"+m.ln.Addr().String()+readyPath)
+		"readiness", "http://"+m.ln.Addr().String()+readyPath, "health", "http://"+m.ln.Addr().String()+healthPath)
 	mux := http.NewServeMux()
 	mux.Handle("/", metrics.Handler(reg, log))
 	mux.Handle(readyPath, readyHandler(ready))
+	mux.Handle(healthPath, healthHandler(arc.health))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -139,5 +140,28 @@ func readyHandler(ready func() bool) http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready: admitting tests")
+	})
+}
+
+// healthPath is the health endpoint on the metrics listener: 503 while
+// the server's records are not being stored (serverArchive.health), for
+// an alert; not a liveness probe (a restart does not mend a store) nor
+// readiness (tests are served, their records wait on disk).
+const healthPath = "/healthz"
+
+// healthHandler answers 200 while health() is nil, else 503 with the
+// kind of trouble and how many records wait, but not the store's own
+// error (the log has it): the listener may be reachable by more than the
+// operator (docs/security.md, "The server's result store").
+func healthHandler(health func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "unhealthy: records of tests are not being stored; see the log and udpstp_archive_records_waiting")
+			return
+		}
+		fmt.Fprintln(w, "ok")
 	})
 }

@@ -14,14 +14,14 @@ import (
 	"sync"
 
 	"github.com/udpstp/udpstp/control"
-	"github.com/udpstp/udpstp/server/archive"
+	"github.com/udpstp/udpstp/internal/enginenet"
 )
 
 // metricsEndpoint is never made in the small build.
 type metricsEndpoint struct{}
 
 // listenMetrics refuses an endpoint: this build has none.
-func listenMetrics(addr string) (*metricsEndpoint, error) {
+func listenMetrics(addr string, opt func(string) option) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -30,5 +30,6 @@ func listenMetrics(addr string) (*metricsEndpoint, error) {
 
 func (m *metricsEndpoint) close() {}
 
-func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *engineNet, *archive.Archive, func() bool, *slog.Logger) {
+func (m *metricsEndpoint) start(context.Context, *sync.WaitGroup, *control.Server, *statsNet, *enginenet.Net, *serverArchive, func() bool, *slog.Logger,
+	func(string) option) {
 }

@@ -43,7 +43,7 @@ func TestMetricsWildcardIPv4Only(t *testing.T) {
 		v4, v6   bool
 		describe string
 	}{{"0.0.0.0", true, false, "IPv4 only"}, {"::", true, true, "both"}} {
-		m, err := listenMetrics(net.JoinHostPort(c.host, "0"))
+		m, err := listenMetrics(net.JoinHostPort(c.host, "0"), optionNames(nil).opt)
 		if err != nil {
 			t.Fatal(err)
 		}

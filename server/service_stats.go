@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +43,8 @@ import (
 
 // EnvStatsTiming replaces the -G timing for tests: "record,file"
 // durations (e.g. "200ms,1s"); the first file then comes one file
-// interval after start, without the random spread.
+// interval after start, without the random spread. The command reads it
+// into Config.StatsTiming.
 const EnvStatsTiming = "UDPSTP_STATS_TIMING"
 
 // checkStatsFile does OB-UDPST's start-up check of -G (a file that cannot
@@ -53,22 +53,21 @@ const EnvStatsTiming = "UDPSTP_STATS_TIMING"
 // there, and its directory takes a new file. OB-UDPST opens <name>.tmp for
 // it, which follows a link planted at that name; the check here creates
 // its temporary file exclusively, under a random name.
-func checkStatsFile(pattern string, now time.Time) error {
+func checkStatsFile(pattern string, now time.Time, opt func(string) option) error {
 	if pattern == "" {
 		return nil
 	}
 	if err := atomicfile.Check(report.StatsFileName(pattern, now, nil)); err != nil {
-		return fopenError("stats-file", err)
+		return fopenError(opt("stats-file"), err)
 	}
 	return nil
 }
 
 // statsTiming returns the record and file intervals and the first file's
-// delay after start.
-func statsTiming() (record, file, first time.Duration, err error) {
+// delay after start; v is EnvStatsTiming's value ("": OB-UDPST's timing).
+func statsTiming(v string) (record, file, first time.Duration, err error) {
 	record, file = report.StatsRecordInterval, report.StatsFileInterval
 	first = file - time.Duration(rand.Int64N(int64(report.StatsFirstSpread)+1))
-	v := os.Getenv(EnvStatsTiming)
 	if v == "" {
 		return record, file, first, nil
 	}
@@ -169,6 +168,7 @@ type statsCollector struct {
 	srv     *control.Server
 	net     *statsNet
 	log     *slog.Logger
+	opt     func(string) option    // names -G in messages
 	header  report.ServerStatsFile // everything but records, counters, uptime
 	started time.Time
 
@@ -253,7 +253,7 @@ func (c *statsCollector) write(now time.Time) {
 	f.Counters = statsCounters(&snap)
 	f.ProcessUptime = int64(now.Sub(c.started) / time.Second)
 	if err := atomicfile.Write(name, f.Render(nil), 0o644); err != nil {
-		c.log.Error("cannot write the statistics file", "option", opt("stats-file").String(), "file", name, "err", err)
+		c.log.Error("cannot write the statistics file", "option", c.opt("stats-file").String(), "file", name, "err", err)
 	} else {
 		c.log.Debug("statistics file written", "file", name, "records", len(recs))
 	}

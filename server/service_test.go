@@ -4,7 +4,7 @@ package server
 
 // The service's parts in-process: the watchdog with a wedged Engine
 // Thread, the journald lines, the -l file's rotation, the file options
-// made absolute. cmd/udpstp/service_test.go runs the service in the
+// made absolute. e2e/service_test.go runs the service in the
 // built binary.
 
 import (
@@ -23,7 +23,8 @@ import (
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
 	"github.com/udpstp/udpstp/engine"
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/sdnotify"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 // wedgeCore is a Data Phase core whose first turn never ends until
@@ -89,7 +90,7 @@ func TestWatchdogStopsWhenWedged(t *testing.T) {
 		}
 	}
 	go func() {
-		runWatchdog(ctx, interval, stalled, send, log)
+		sdnotify.RunWatchdog(ctx, engineWatchdog(interval, stalled, log), send)
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()

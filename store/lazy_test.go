@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 // TestOpenSpoolRemoteAbsentAtStart: OpenSpool succeeds while its remote

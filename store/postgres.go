@@ -4,15 +4,27 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 )
 
-func init() { engines["postgres"] = openPostgres }
+// postgresEngine is this build's PostgreSQL engine (Open's
+// "postgres://").
+func postgresEngine() engine { return openPostgres }
+
+// Refused says whether err is a server's answer (a PostgreSQL error: no
+// such database, authentication failed) rather than no answer: a store
+// that will not work until its spec is fixed.
+func Refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
 
 // postgresDialect: $n placeholders, times as timestamptz.
 var postgresDialect = &dialect{
@@ -58,11 +70,12 @@ func openPostgres(ctx context.Context, dsn string, o openOptions) (Store, error)
 		return nil, err
 	}
 	if o.reader {
-		if err := checkSchema(ctx, db, goose.DialectPostgres, "postgres"); err != nil {
+		v, err := checkSchema(ctx, db, goose.DialectPostgres, "postgres")
+		if err != nil {
 			db.Close()
 			return nil, err
 		}
-		return &sqlStore{db: db, d: postgresDialect}, nil
+		return &sqlStore{db: db, d: postgresDialect, readCols: schemaColumns(v), rollups: v >= fleetRollupVersion}, nil
 	}
 	lock, err := postgresLock()
 	if err != nil {
@@ -73,5 +86,5 @@ func openPostgres(ctx context.Context, dsn string, o openOptions) (Store, error)
 		db.Close()
 		return nil, err
 	}
-	return &sqlStore{db: db, d: postgresDialect}, nil
+	return &sqlStore{db: db, d: postgresDialect, rollups: true}, nil
 }

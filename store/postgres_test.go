@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/pgtest"
+	"github.com/udpstp/udpstp/internal/testkit/pgtest"
 )
 
 // TestPostgres runs the conformance suite on a throw-away PostgreSQL

@@ -15,10 +15,18 @@ package store
 // a crash between the two uploads the result once more on the next start;
 // the remote keeps one row per ID (Put is idempotent by UUID): in the
 // remote every result is there once, none twice. A line cut short by a
-// crash (no newline) is ignored.
+// crash (no newline) is ignored, and so is a line longer than any the
+// spool writes (an ID is at most MaxSpoolID bytes), with an error in the
+// log: never the lines after it.
+//
+// A remote that refuses results (down, hung past Timeout, a full disk, a
+// dropped table) is retried with a backoff and never logged per result:
+// the spool logs when the remote starts failing and when it takes results
+// again, counts the failed attempts, and Health turns to an error once the
+// failures last longer than UnhealthyAfter or more than HighWater results
+// wait (docs/fleet.md, "The server's store").
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -40,6 +48,21 @@ const (
 	DefaultSpoolTimeout    = 10 * time.Second
 )
 
+// Defaults of the spool's bounds (SpoolOptions): results wait on disk,
+// so the bound is generous; the health bounds say when to look.
+const (
+	DefaultSpoolMaxPending     = 100000
+	DefaultSpoolHighWater      = 1000
+	DefaultSpoolUnhealthyAfter = time.Minute
+)
+
+// MaxSpoolID bounds a result's ID in a spool: its outbox line is "p ID".
+// Results carry UUIDs (36 bytes); a longer ID is refused by Put.
+const MaxSpoolID = 256
+
+// ErrSpoolFull is Put's answer when MaxPending results wait already.
+var ErrSpoolFull = errors.New("spool: full")
+
 // SpoolCloseFlush is the FlushOnClose of the agent's and the server's
 // spools: long enough for a few results to go up when the remote
 // answers, short of systemd's stop timeout.
@@ -58,7 +81,26 @@ type SpoolOptions struct {
 	// FlushOnClose is how long Close waits for what waits to be uploaded
 	// (Flush) before it stops the uploader; 0: it does not wait.
 	FlushOnClose time.Duration
-	Log          *slog.Logger
+	// MaxPending bounds the results waiting: a Put beyond it is refused
+	// (ErrSpoolFull); 0: DefaultSpoolMaxPending.
+	MaxPending int
+	// Health reports trouble when more than HighWater results wait
+	// (0: DefaultSpoolHighWater), or when uploads have failed for
+	// UnhealthyAfter (0: DefaultSpoolUnhealthyAfter) with none succeeding.
+	HighWater      int
+	UnhealthyAfter time.Duration
+	// DropUploaded deletes a result from the local store once the remote
+	// took it (a local store with a Delete method: SQLite's), so the spool
+	// holds what waits and no more: the server's, whose reads never come
+	// to it. The agent's keeps them, to answer reads while the remote is
+	// down.
+	DropUploaded bool
+	// LocalReads answers every read from the local store: a remote that
+	// takes results and answers no reads (a collector, store_remote.go).
+	LocalReads bool
+	Log        *slog.Logger
+	// now is the clock of Health (tests); nil: time.Now.
+	now func() time.Time
 }
 
 // Spool is a Store over a local and a remote Store (NewSpool).
@@ -76,6 +118,23 @@ type Spool struct {
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+	// ctx is the uploader's: Close cancels it, so that an upload hung on
+	// the remote does not hold the stop.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// The uploads' trouble, for Health and the log's state changes:
+	// failingSince is the first failure since the last success (zero:
+	// none), lastErr the last failure's error, failures the failed
+	// uploads in all; putErr is the last Put's own failure (the local
+	// store or the outbox), nil once a Put succeeds; refused counts the
+	// Puts refused.
+	failingSince time.Time
+	lastErr      error
+	failures     uint64
+	putErr       error
+	refused      uint64
+	dropFailures uint64 // DropUploaded's deletes that failed
 }
 
 // NewSpool returns a Store that puts results into local and uploads them
@@ -104,11 +163,28 @@ func NewSpool(local, remote Store, o SpoolOptions) (*Spool, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultSpoolMaxPending
+	}
+	if o.HighWater <= 0 {
+		o.HighWater = DefaultSpoolHighWater
+	}
+	if o.UnhealthyAfter <= 0 {
+		o.UnhealthyAfter = DefaultSpoolUnhealthyAfter
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
 	s := &Spool{local: local, remote: remote, opt: o, log: o.Log, up: true,
 		changed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	q, err := readOutbox(o.Outbox)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	q, bad, err := readOutbox(o.Outbox)
 	if err != nil {
 		return nil, err
+	}
+	for _, b := range bad {
+		s.log.Error("spool: outbox line skipped: longer than any the spool writes; the lines after it are read", "outbox", o.Outbox,
+			"line", b.line, "bytes", b.bytes, "max_id_bytes", MaxSpoolID)
 	}
 	// The outbox is rewritten with what still waits, so it holds no more
 	// than that.
@@ -128,21 +204,43 @@ func NewSpool(local, remote Store, o SpoolOptions) (*Spool, error) {
 	return s, nil
 }
 
+// badLine is an outbox line readOutbox skipped: its number and length.
+type badLine struct{ line, bytes int }
+
+// maxOutboxSize bounds the outbox read at start: two lines of at most
+// MaxSpoolID bytes for each of MaxPending waiting results, and room to
+// spare. The file is truncated whenever nothing waits.
+const maxOutboxSize = 64 << 20
+
 // readOutbox returns the IDs taken and not acknowledged, in the order
-// they were taken. A missing file is an empty outbox.
-func readOutbox(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+// they were taken, and the lines it skipped as too long. A missing file is
+// an empty outbox. The lines are split by hand, not by bufio.Scanner,
+// whose 64 kB limit would end the reading at a long line and lose every
+// ID after it.
+func readOutbox(path string) ([]string, []badLine, error) {
+	// Not followed if a link, refused if not a regular file (a FIFO
+	// planted there would hang the start), and bounded.
+	b, err := atomicfile.ReadFile(path, maxOutboxSize)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, nil, fmt.Errorf("spool: %w", err)
 	}
 	var order []string
+	var bad []badLine
 	waiting := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		op, id, ok := strings.Cut(sc.Text(), " ")
+	lines := bytes.Split(b, []byte("\n"))
+	// The last piece follows the last newline: empty, or a line cut short
+	// by a crash, whose step had not begun ("p": that Put never returned)
+	// or is done again ("a": uploaded once more). Either way it is left out.
+	lines = lines[:len(lines)-1]
+	for i, l := range lines {
+		if len(l) > MaxSpoolID+2 {
+			bad = append(bad, badLine{i + 1, len(l)})
+			continue
+		}
+		op, id, ok := strings.Cut(string(l), " ")
 		if !ok || id == "" {
 			continue
 		}
@@ -156,24 +254,13 @@ func readOutbox(path string) ([]string, error) {
 			delete(waiting, id)
 		}
 	}
-	if n := len(b); n > 0 && b[n-1] != '\n' {
-		// The last line was cut short by a crash: the step it recorded
-		// had not begun ("p") or is done again ("a"). Scanner returned it:
-		// undo what it did.
-		last := string(b[bytes.LastIndexByte(b, '\n')+1:])
-		if op, id, ok := strings.Cut(last, " "); ok && op == "p" && id != "" {
-			delete(waiting, id)
-		} else if ok && op == "a" {
-			waiting[id] = true
-		}
-	}
 	q := order[:0]
 	for _, id := range order {
 		if waiting[id] {
 			q = append(q, id)
 		}
 	}
-	return q, nil
+	return q, bad, nil
 }
 
 // note appends one line to the outbox and syncs it.
@@ -190,30 +277,61 @@ func (s *Spool) note(op, id string) error {
 // Put writes r to the local store and queues it for the remote; it
 // returns once the local store holds it (or says why not).
 func (s *Spool) Put(ctx context.Context, r *Result) error {
-	if r.ID == "" {
-		return errors.New("spool: a result without an ID")
+	if err := checkSpoolID(r.ID); err != nil {
+		return err
 	}
 	s.mu.Lock()
-	err := s.note("p", r.ID)
-	if err == nil {
+	var err error
+	if n := len(s.queue) + s.taking; n >= s.opt.MaxPending {
+		err = fmt.Errorf("%w: %d results wait for the remote store", ErrSpoolFull, n)
+	} else if err = s.note("p", r.ID); err == nil {
 		s.taking++ // the outbox is not truncated under this Put
+	}
+	s.mu.Unlock()
+	if err == nil {
+		if err = s.local.Put(ctx, r); err != nil {
+			err = fmt.Errorf("spool: local store: %w", err)
+		}
+		s.mu.Lock()
+		s.taking--
+		if err == nil {
+			s.queue = append(s.queue, r.ID)
+			s.signal()
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if (err == nil) != (s.putErr == nil) {
+		// A state change: the spool itself refuses results, or takes
+		// them again (the caller has the error of each).
+		if err != nil {
+			s.log.Error("spool: results refused (counted; this is logged once until one is taken)", "err", err)
+		} else {
+			s.log.Info("spool: results taken again")
+		}
+	}
+	s.putErr = err
+	if err != nil {
+		s.refused++
 	}
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	err = s.local.Put(ctx, r)
-	s.mu.Lock()
-	s.taking--
-	if err == nil {
-		s.queue = append(s.queue, r.ID)
-		s.signal()
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("spool: local store: %w", err)
-	}
 	s.kick()
+	return nil
+}
+
+// checkSpoolID refuses an ID the outbox could not hold as one short line.
+func checkSpoolID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("spool: a result without an ID")
+	case len(id) > MaxSpoolID:
+		return fmt.Errorf("spool: a result ID of %d bytes (at most %d)", len(id), MaxSpoolID)
+	case strings.ContainsAny(id, " \n\r\x00"):
+		return fmt.Errorf("spool: a result ID with a space, newline or NUL: %.40q", id)
+	}
 	return nil
 }
 
@@ -222,6 +340,47 @@ func (s *Spool) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue)
+}
+
+// SpoolState is what Health reports on: the spool's figures now.
+type SpoolState struct {
+	Pending      int       // results waiting for the remote
+	FailingSince time.Time // the first failed upload since the last success; zero: none
+	LastErr      error     // that run of failures' last error
+	Failures     uint64    // failed uploads since the spool started
+	Refused      uint64    // Puts refused (full, or the local store failed)
+	PutErr       error     // the last Put's failure; nil once one succeeds
+	DropFailures uint64    // uploaded results DropUploaded failed to delete locally
+}
+
+// State returns the spool's figures now.
+func (s *Spool) State() SpoolState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SpoolState{Pending: len(s.queue), FailingSince: s.failingSince, LastErr: s.lastErr,
+		Failures: s.failures, Refused: s.refused, PutErr: s.putErr, DropFailures: s.dropFailures}
+}
+
+// Health is nil while results are being stored, else why they are not:
+// the local store or the outbox refuses them (the last Put failed), the
+// remote has refused every upload for UnhealthyAfter, or more than
+// HighWater results wait. A /healthz answers 503 with it (the server's,
+// docs/fleet.md); it turns nil again once results go through.
+func (s *Spool) Health() error {
+	st := s.State()
+	var errs []error
+	if st.PutErr != nil {
+		errs = append(errs, fmt.Errorf("results refused: %w", st.PutErr))
+	}
+	if !st.FailingSince.IsZero() {
+		if d := s.opt.now().Sub(st.FailingSince); d >= s.opt.UnhealthyAfter {
+			errs = append(errs, fmt.Errorf("the remote store has failed for %s: %w", d.Round(time.Second), st.LastErr))
+		}
+	}
+	if st.Pending > s.opt.HighWater {
+		errs = append(errs, fmt.Errorf("%d results wait for the remote store (more than %d)", st.Pending, s.opt.HighWater))
+	}
+	return errors.Join(errs...)
 }
 
 // RemoteUp says whether the last call to the remote succeeded.
@@ -294,11 +453,12 @@ func (s *Spool) upload() {
 		err := s.uploadOne(id)
 		if err == nil {
 			backoff = 0
+			s.dropLocal(id)
 			continue
 		}
+		s.failed(err)
 		backoff = min(max(2*backoff, s.opt.MinBackoff), s.opt.MaxBackoff)
 		wait := backoff/2 + rand.N(backoff/2+1) // jitter: agents that lost the same remote do not come back at once
-		s.log.Warn("spool: upload failed; retrying", "id", id, "pending", s.Pending(), "in", wait.Round(time.Millisecond), "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-s.stop:
@@ -309,10 +469,61 @@ func (s *Spool) upload() {
 	}
 }
 
+// failed records a failed upload for Health, and logs the change of
+// state only: the first failure after a success.
+func (s *Spool) failed(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return // Close cancelled it: no failure of the remote's
+	}
+	s.failures++
+	s.lastErr = err
+	if s.failingSince.IsZero() {
+		s.failingSince = s.opt.now()
+		s.log.Warn("spool: uploads fail; results wait in the spool, retried with a backoff", "pending", len(s.queue), "err", err)
+	}
+}
+
+// succeededLocked records an upload that went through, logging the first
+// after failures with how many failed in between; s.mu is held.
+func (s *Spool) succeededLocked() {
+	if errors.Is(s.putErr, ErrSpoolFull) && len(s.queue) < s.opt.MaxPending {
+		s.putErr = nil // room again, though no Put came since
+	}
+	if !s.failingSince.IsZero() {
+		s.log.Info("spool: uploads go through again", "failed_for", s.opt.now().Sub(s.failingSince).Round(time.Millisecond),
+			"failures", s.failures, "pending", len(s.queue))
+		s.failingSince, s.lastErr = time.Time{}, nil
+	}
+}
+
+// dropLocal deletes an uploaded result from the local store when
+// DropUploaded asks for it. A failure leaves the row (the outbox no
+// longer lists it), counted in State's DropFailures.
+func (s *Spool) dropLocal(id string) {
+	d, ok := s.local.(interface {
+		Delete(context.Context, string) error
+	})
+	if !s.opt.DropUploaded || !ok {
+		return
+	}
+	// Not s.ctx: Close cancels it while the uploader finishes its step,
+	// and a local delete of a result already uploaded is quick and
+	// should not be left behind.
+	ctx, cancel := context.WithTimeout(context.Background(), s.opt.Timeout)
+	defer cancel()
+	if err := d.Delete(ctx, id); err != nil {
+		s.mu.Lock()
+		s.dropFailures++
+		s.mu.Unlock()
+	}
+}
+
 // uploadOne uploads the result id and takes it off the queue once the
 // remote acknowledged it.
 func (s *Spool) uploadOne(id string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opt.Timeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opt.Timeout)
 	defer cancel()
 	r, err := s.local.Get(ctx, id)
 	switch {
@@ -335,6 +546,7 @@ func (s *Spool) uploadOne(id string) error {
 		return err
 	}
 	s.queue = s.queue[1:]
+	s.succeededLocked()
 	if len(s.queue) == 0 && s.taking == 0 {
 		// Nothing waits: start the outbox afresh rather than let it grow.
 		if err := s.outbox.Truncate(0); err == nil {
@@ -347,6 +559,9 @@ func (s *Spool) uploadOne(id string) error {
 
 // remoteOr calls the remote, and the local store when the remote fails.
 func remoteOr[T any](ctx context.Context, s *Spool, f func(context.Context, Store) (T, error)) (T, error) {
+	if s.opt.LocalReads {
+		return f(ctx, s.local)
+	}
 	rctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	v, err := f(rctx, s.remote)
 	cancel()
@@ -390,9 +605,9 @@ func (s *Spool) Prune(ctx context.Context, r Retention) (int, error) {
 	return s.remote.Prune(ctx, r)
 }
 
-// Close waits up to FlushOnClose for the uploads, stops the uploader
-// (what still waits stays in the outbox for the next start) and closes
-// both stores.
+// Close waits up to FlushOnClose for the uploads, stops the uploader,
+// cancelling an upload under way (what still waits stays in the outbox
+// for the next start) and closes both stores.
 func (s *Spool) Close() error {
 	select {
 	case <-s.stop:
@@ -407,6 +622,7 @@ func (s *Spool) Close() error {
 		cancel()
 	}
 	close(s.stop)
+	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	err := s.outbox.Close()

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
-	"github.com/udpstp/udpstp/internal/pgtest"
+	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/internal/testkit/pgtest"
 )
 
 // spoolOutage is how long TestSpoolPostgresOutage keeps PostgreSQL down:
-// $UDPSTP_SPOOL_OUTAGE (a Go duration; issue 27 asks for a minute, "1m"),
+// $UDPSTP_SPOOL_OUTAGE (a Go duration; asked for a minute, "1m"),
 // 10 s by default so that make test stays short.
 func spoolOutage(t *testing.T) time.Duration {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 // memStore is a Store in memory whose every call fails while down: the
@@ -226,8 +226,8 @@ func TestSpoolOutboxCut(t *testing.T) {
 	} {
 		p := filepath.Join(t.TempDir(), "outbox")
 		os.WriteFile(p, []byte(tc.outbox), 0o600)
-		q, err := readOutbox(p)
-		if err != nil || !slices.Equal(q, tc.want) {
+		q, bad, err := readOutbox(p)
+		if err != nil || len(bad) != 0 || !slices.Equal(q, tc.want) {
 			t.Errorf("%q: %v %v, want %v", tc.outbox, q, err, tc.want)
 		}
 	}

@@ -17,9 +17,12 @@ import (
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver: pure Go, no cgo
+
+	"github.com/udpstp/udpstp/internal/atomicfile"
 )
 
-func init() { engines["sqlite"] = openSQLite }
+// sqliteEngine is this build's SQLite engine (Open's "sqlite:").
+func sqliteEngine() engine { return openSQLite }
 
 // sqliteDialect stores times as integer microseconds since the epoch.
 var sqliteDialect = &dialect{
@@ -43,6 +46,12 @@ var sqlitePragmas = []string{
 	"journal_mode(WAL)",
 	"synchronous(FULL)",
 	"foreign_keys(1)", // a result's document goes with it
+	// Each connection's page cache, at most 512 KiB (SQLite's default is
+	// 2 MiB): it fills as the store grows and is kept while the
+	// connection lives, so a long-running agent's pool of connections
+	// would hold MBs for pages the kernel's page cache holds anyway
+	// (docs/agent.md, "Memory").
+	"cache_size(-512)",
 }
 
 // sqliteMode is a new store file's permissions: its results name servers
@@ -65,6 +74,9 @@ func openSQLite(ctx context.Context, path string, o openOptions) (Store, error) 
 		return nil, fmt.Errorf("%s is a directory, not a database file", path)
 	}
 	if o.reader {
+		if err := checkSQLiteFiles(path); err != nil {
+			return nil, err
+		}
 		return openSQLiteReader(ctx, path)
 	}
 	// Created here, empty (an empty file is an empty database), so that
@@ -74,6 +86,9 @@ func openSQLite(ctx context.Context, path string, o openOptions) (Store, error) 
 		f.Close()
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkSQLiteFiles(path); err != nil {
+		return nil, err
 	}
 	v := url.Values{}
 	for _, p := range sqlitePragmas {
@@ -94,7 +109,29 @@ func openSQLite(ctx context.Context, path string, o openOptions) (Store, error) 
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &sqlStore{db: db, d: sqliteDialect, wmu: &sync.Mutex{}}, nil
+	return &sqlStore{db: db, d: sqliteDialect, wmu: &sync.Mutex{}, rollups: true}, nil
+}
+
+// sqliteSuffixes name the files SQLite opens beside the database: the
+// WAL, its index, and the rollback journal of a store not yet in WAL mode.
+var sqliteSuffixes = []string{"", "-wal", "-shm", "-journal"}
+
+// checkSQLiteFiles refuses a store whose database, WAL, index or journal
+// name holds anything but a regular file: SQLite opens them by name and
+// would follow a link, or wait for ever on a FIFO planted there (a read
+// of it never returns). The check looks at each name without opening it
+// (internal/atomicfile.CheckRegular: a descriptor opened and closed here
+// would drop the locks of this process's other connections to the
+// store). A name swapped between the check and SQLite's open needs write
+// access to the store's directory, which is trusted (docs/security.md,
+// "The result store and the agent's configuration").
+func checkSQLiteFiles(path string) error {
+	for _, suf := range sqliteSuffixes {
+		if _, err := atomicfile.CheckRegular(path + suf); err != nil {
+			return fmt.Errorf("%w: a store's files must be regular files", err)
+		}
+	}
+	return nil
 }
 
 // openSQLiteReader opens an existing store with SQLite's mode=ro: no
@@ -123,11 +160,12 @@ func openSQLiteReader(ctx context.Context, path string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w%s", path, err, sqliteShmHint(path))
 	}
-	if err := checkSchema(ctx, db, goose.DialectSQLite3, "sqlite"); err != nil {
+	version, err := checkSchema(ctx, db, goose.DialectSQLite3, "sqlite")
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &sqlStore{db: db, d: sqliteDialect}, nil
+	return &sqlStore{db: db, d: sqliteDialect, readCols: schemaColumns(version), rollups: version >= fleetRollupVersion}, nil
 }
 
 // sqliteShmHint explains a reader's failed open when there is no -shm

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/await"
+	"github.com/udpstp/udpstp/internal/testkit/await"
 )
 
 func sqliteSpec(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "results.db") }

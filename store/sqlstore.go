@@ -37,11 +37,19 @@ type sqlStore struct {
 	// wmu, when set, serialises this process's writes (SQLite has one
 	// writer at a time; waiting here is cheaper than its busy loop).
 	wmu *sync.Mutex
+	// readCols are the columns its queries read: columns, or for a
+	// reader of an older schema (schemaColumns) the columns it has and
+	// stand-ins for the others.
+	readCols string
+	// rollups: the schema has the fleet summary's rollups (a writer's
+	// always; a reader's from fleetRollupVersion).
+	rollups bool
 }
 
 // columns are results' columns, in the order Result.dest has them.
 const columns = `id, origin, test, agent, server, client, start, "end", direction, status, error_status, warning, ` +
-	`max_mbps, summary_mbps, loss_ratio, rtt_min_ms, rtt_range_ms, delay_var_ms, loaded_ms, rpm, grade`
+	`max_mbps, summary_mbps, loss_ratio, rtt_min_ms, rtt_range_ms, delay_var_ms, loaded_ms, rpm, grade, ` +
+	`cross_mbps, cross_busy`
 
 // figures are the columns Series may read, by the names it takes.
 var figures = map[string]bool{
@@ -56,6 +64,7 @@ const maxPoints = 100000
 // as the dialect wants them.
 type query struct {
 	d    *dialect
+	cols string // the sqlStore's readCols
 	sb   strings.Builder
 	args []any
 }
@@ -92,7 +101,17 @@ func (q *query) where(f Filter, alias string) {
 	eq("origin", string(f.Origin))
 	eq("test", f.Test)
 	eq("agent", f.Agent)
-	eq("server", f.Server)
+	if f.Server != "" {
+		// One server under each of its names (ServerName).
+		q.sql(" AND " + col("server") + " IN (")
+		for i, x := range serverForms(f.Server) {
+			if i > 0 {
+				q.sql(", ")
+			}
+			q.arg(x)
+		}
+		q.sql(")")
+	}
 	eq("direction", f.Direction)
 	eq("status", string(f.Status))
 	if len(f.Agents) > 0 {
@@ -105,10 +124,10 @@ func (q *query) where(f Filter, alias string) {
 		}
 		q.sql(")")
 	}
-	if !f.Since.IsZero() {
+	if f.SinceSet || !f.Since.IsZero() {
 		q.sql(" AND " + col("start") + " >= ").arg(q.d.timeArg(f.Since))
 	}
-	if !f.Until.IsZero() {
+	if f.UntilSet || !f.Until.IsZero() {
 		q.sql(" AND " + col("start") + " < ").arg(q.d.timeArg(f.Until))
 	}
 	if !f.BeforeStart.IsZero() {
@@ -127,7 +146,24 @@ func (q *query) selected(f Filter, cols string) {
 	q.sql(") r")
 }
 
-func (s *sqlStore) q() *query { return &query{d: s.d} }
+func (s *sqlStore) q() *query {
+	cols := s.readCols
+	if cols == "" {
+		cols = columns
+	}
+	return &query{d: s.d, cols: cols}
+}
+
+// schemaColumns are the columns a reader of a store at schema version v
+// selects: before version 3 there are no cross-traffic columns, and the
+// rows read as unmeasured (docs/store.md). A reader never upgrades a
+// store, so an older one stays readable this way.
+func schemaColumns(v int64) string {
+	if v >= crossTrafficVersion {
+		return columns
+	}
+	return strings.TrimSuffix(columns, "cross_mbps, cross_busy") + "CAST(NULL AS REAL) AS cross_mbps, (0 = 1) AS cross_busy"
+}
 
 func (s *sqlStore) Put(ctx context.Context, r *Result) error {
 	qs, err := s.insert(r)
@@ -176,7 +212,7 @@ func (s *sqlStore) insert(r *Result) ([]*query, error) {
 		s.d.timeArg(r.Start), s.d.timeArg(r.End),
 		text(r.Direction), text(string(r.Status)), r.ErrorStatus, text(r.Warning),
 		r.MaxMbps, r.SummaryMbps, r.LossRatio, r.RTTMinMs, r.RTTRangeMs, r.DelayVarMs, r.LoadedMs, r.RPM,
-		text(r.Grade),
+		text(r.Grade), r.CrossMbps, r.CrossBusy,
 	} {
 		if i > 0 {
 			q.sql(", ")
@@ -195,7 +231,7 @@ func (s *sqlStore) insert(r *Result) ([]*query, error) {
 
 func (s *sqlStore) Get(ctx context.Context, id string) (*Result, error) {
 	q := s.q()
-	q.sql("SELECT " + columns + ", (SELECT doc FROM result_docs WHERE result_docs.id = results.id) FROM results WHERE id = ").arg(id)
+	q.sql("SELECT " + q.cols + ", (SELECT doc FROM result_docs WHERE result_docs.id = results.id) FROM results WHERE id = ").arg(id)
 	var r Result
 	var doc []byte
 	err := s.db.QueryRowContext(ctx, q.String(), q.args...).Scan(append(r.dest(), &doc)...)
@@ -217,7 +253,7 @@ func (r *Result) dest() []any {
 		&r.ID, (*string)(&r.Origin), &r.Test, &r.Agent, &r.Server, &r.Client, timeScan{&r.Start}, timeScan{&r.End},
 		&r.Direction, (*string)(&r.Status), &r.ErrorStatus, &r.Warning,
 		&r.MaxMbps, &r.SummaryMbps, &r.LossRatio, &r.RTTMinMs, &r.RTTRangeMs, &r.DelayVarMs, &r.LoadedMs, &r.RPM,
-		&r.Grade,
+		&r.Grade, &r.CrossMbps, &r.CrossBusy,
 	}
 }
 
@@ -232,12 +268,12 @@ func (s *sqlStore) List(ctx context.Context, f Filter) ([]Result, error) {
 	case f.PerAgent > 0:
 		// Each agent's rows numbered newest first: a window function,
 		// in both engines, over every row f selects.
-		q.sql("SELECT " + columns + " FROM (SELECT " + columns +
+		q.sql("SELECT " + columns + " FROM (SELECT " + q.cols +
 			", ROW_NUMBER() OVER (PARTITION BY agent ORDER BY start DESC, id DESC) AS nth FROM results WHERE 1 = 1")
 		q.where(f, "")
 		q.sql(") p WHERE nth <= ").arg(f.PerAgent)
 	default:
-		q.sql("SELECT " + columns + " FROM results WHERE 1 = 1")
+		q.sql("SELECT " + q.cols + " FROM results WHERE 1 = 1")
 		q.where(f, "")
 	}
 	q.sql(" ORDER BY start DESC, id DESC")
@@ -286,13 +322,13 @@ func (q *query) perAgentUnion(f Filter) {
 		}
 		n++
 		g.Agent = a
-		q.sql("SELECT * FROM (SELECT " + columns + " FROM results WHERE 1 = 1")
+		q.sql("SELECT * FROM (SELECT " + q.cols + " FROM results WHERE 1 = 1")
 		q.where(g, "")
 		q.sql(" ORDER BY start DESC, id DESC LIMIT ").arg(f.PerAgent)
 		q.sql(") a" + strconv.Itoa(n))
 	}
 	if n == 0 {
-		q.sql("SELECT " + columns + " FROM results WHERE 1 = 0")
+		q.sql("SELECT " + q.cols + " FROM results WHERE 1 = 0")
 	}
 	q.sql(") u")
 }
@@ -403,6 +439,22 @@ func (s *sqlStore) Prune(ctx context.Context, r Retention) (int, error) {
 	return deleted, nil
 }
 
+// Delete removes the result id (its document goes with it, ON DELETE
+// CASCADE); an ID not there is no error. A spool's local store drops what
+// the remote took (SpoolOptions.DropUploaded).
+func (s *sqlStore) Delete(ctx context.Context, id string) error {
+	if s.wmu != nil {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+	}
+	q := s.q()
+	q.sql("DELETE FROM results WHERE id = ").arg(id)
+	if _, err := s.exec(ctx, q); err != nil {
+		return fmt.Errorf("store: delete %s: %w", id, err)
+	}
+	return nil
+}
+
 func (s *sqlStore) exec(ctx context.Context, q *query) (int, error) {
 	res, err := s.db.ExecContext(ctx, q.String(), q.args...)
 	if err != nil {
@@ -410,104 +462,6 @@ func (s *sqlStore) exec(ctx context.Context, q *query) (int, error) {
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
-}
-
-func (s *sqlStore) Fleet(ctx context.Context, f Filter) (*Fleet, error) {
-	out := &Fleet{}
-	if err := s.fleetServers(ctx, f, out); err != nil {
-		return nil, fmt.Errorf("store: fleet's servers: %w", err)
-	}
-	if err := s.fleetAgents(ctx, f, out); err != nil {
-		return nil, fmt.Errorf("store: fleet's agents: %w", err)
-	}
-	return out, nil
-}
-
-// fleetServers counts per server, status and capacity bucket (one CASE
-// gives a maximum's bucket: one comparison chain per row, not one sum per
-// bucket); Go only adds the counts up.
-func (s *sqlStore) fleetServers(ctx context.Context, f Filter, out *Fleet) error {
-	q := s.fleetServersQuery(f)
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var cur *ServerSummary
-	for rows.Next() {
-		var server, status string
-		var bucket sql.NullInt64
-		var n int
-		if err := rows.Scan(&server, &status, &bucket, &n); err != nil {
-			return err
-		}
-		if cur == nil || cur.Server != server {
-			out.Servers = append(out.Servers, ServerSummary{
-				Server: server, ByStatus: map[Status]int{}, Capacity: make([]int, len(CapacityEdges)),
-			})
-			cur = &out.Servers[len(out.Servers)-1]
-		}
-		cur.Tests += n
-		cur.ByStatus[Status(status)] += n
-		if bucket.Valid && bucket.Int64 >= 0 && bucket.Int64 < int64(len(cur.Capacity)) {
-			cur.Capacity[bucket.Int64] += n
-		}
-	}
-	return rows.Err()
-}
-
-func (s *sqlStore) fleetServersQuery(f Filter) *query {
-	q := s.q()
-	// The bucket of a maximum: the highest edge at or below it; none for
-	// no maximum (or a negative one).
-	q.sql("SELECT server, status, CASE")
-	for i := len(CapacityEdges) - 1; i >= 0; i-- {
-		q.sql(" WHEN max_mbps >= " + edge(CapacityEdges[i]) + " THEN " + strconv.Itoa(i))
-	}
-	q.sql(" END, COUNT(*) FROM ")
-	q.selected(f, "server, status, max_mbps")
-	q.sql(" GROUP BY 1, 2, 3 ORDER BY 1, 2")
-	return q
-}
-
-// edge is a capacity edge as an SQL literal.
-func edge(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// fleetAgents counts per agent, and joins each agent's last result (the
-// (agent, start) index finds it).
-func (s *sqlStore) fleetAgents(ctx context.Context, f Filter, out *Fleet) error {
-	q := s.fleetAgentsQuery(f)
-	rows, err := s.db.QueryContext(ctx, q.String(), q.args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var a AgentSummary
-		var status string
-		if err := rows.Scan(&a.Agent, &a.Tests, &a.Missed, timeScan{&a.Last}, &status, &a.LastMaxMbps); err != nil {
-			return err
-		}
-		a.LastStatus = Status(status)
-		// Two results of one agent that started at the same time: the
-		// first (the greater ID) is its last.
-		if n := len(out.Agents); n > 0 && out.Agents[n-1].Agent == a.Agent {
-			continue
-		}
-		out.Agents = append(out.Agents, a)
-	}
-	return rows.Err()
-}
-
-func (s *sqlStore) fleetAgentsQuery(f Filter) *query {
-	q := s.q()
-	q.sql("SELECT a.agent, a.n, a.missed, l.start, l.status, l.max_mbps FROM (SELECT agent, COUNT(*) AS n, " +
-		"SUM(CASE WHEN status = '" + string(StatusMissed) + "' THEN 1 ELSE 0 END) AS missed, MAX(start) AS last FROM ")
-	q.selected(f, "agent, status, start")
-	q.sql(" GROUP BY agent) a JOIN results l ON l.agent = a.agent AND l.start = a.last")
-	q.where(f, "l")
-	q.sql(" ORDER BY a.agent, l.id DESC")
-	return q
 }
 
 func (s *sqlStore) Close() error { return s.db.Close() }
@@ -536,16 +490,24 @@ func text(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// gzips are compress's writers, reused: a new one allocates about 800 KB
+// of tables and costs ten times a 6 KB document's compression, and a
+// collector taking a thousand uploads at once made that garbage a
+// thousand times over (docs/fleet.md, "Figures: 1,000 probes at once").
+var gzips = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestCompression) // a valid level: no error
+	return w
+}}
+
 // compress gzips a result's document; an empty one is stored as NULL.
 func compress(doc []byte) ([]byte, error) {
 	if len(doc) == 0 {
 		return nil, nil
 	}
 	var b bytes.Buffer
-	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
+	w := gzips.Get().(*gzip.Writer)
+	defer gzips.Put(w)
+	w.Reset(&b)
 	if _, err := w.Write(doc); err != nil {
 		return nil, err
 	}

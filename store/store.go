@@ -34,8 +34,9 @@ const (
 	StatusOK      Status = "ok"      // ErrorStatus 0
 	StatusWarning Status = "warning" // ErrorStatus 1-49: the test ran, with a warning
 	StatusError   Status = "error"   // ErrorStatus 50 and above, or no test at all
-	// StatusMissed: a scheduled test that did not run (the agent was
-	// asleep or busy, every server refused); Warning says why.
+	// StatusMissed: a scheduled slot the agent did not run (it was
+	// asleep, busy or stopped); Warning says why. A slot run against
+	// servers that were down or refused is StatusError.
 	StatusMissed Status = "missed"
 )
 
@@ -69,6 +70,15 @@ type Result struct {
 	RPM      *float64
 	Grade    string
 
+	// CrossMbps is the other traffic (not the test's) the probe's
+	// interface carried around the test, in Mbit/s: the largest of its
+	// rate before, during and after the test (docs/agent.md,
+	// "Cross-traffic"); nil: not measured. CrossBusy: it was above the
+	// agent's threshold, so the test shared its line and measured less
+	// than the line can carry.
+	CrossMbps *float64
+	CrossBusy bool
+
 	// Doc is the complete JSON document (stored compressed). List leaves
 	// it nil; Get fills it.
 	Doc []byte
@@ -93,6 +103,11 @@ type Filter struct {
 	// its newest (a fleet page's last results of the probes it shows,
 	// in one query); 0: no such bound.
 	PerAgent int
+
+	// SinceSet and UntilSet make Since and Until bound even at the zero
+	// time (a command line's 0001-01-01T00:00:00Z); without them a zero
+	// Since or Until is no bound.
+	SinceSet, UntilSet bool
 }
 
 // Point is one point of a time series: a figure of a test at a time.

@@ -37,11 +37,15 @@ func runSuite(t *testing.T, spec func(t *testing.T) string) {
 	t.Run("Series", func(t *testing.T) { s, _ := open(t); suiteSeries(t, s) })
 	t.Run("Prune", func(t *testing.T) { s, _ := open(t); suitePrune(t, s) })
 	t.Run("Fleet", func(t *testing.T) { s, _ := open(t); suiteFleet(t, s) })
+	t.Run("FleetServerNames", func(t *testing.T) { s, _ := open(t); suiteFleetServerNames(t, s) })
+	t.Run("FleetRollup", func(t *testing.T) { s, sp := open(t); suiteFleetRollup(t, s, sp) })
 	t.Run("PerAgent", func(t *testing.T) { s, _ := open(t); suitePerAgent(t, s) })
+	t.Run("EnrolledProbes", func(t *testing.T) { s, _ := open(t); suiteEnrolledProbes(t, s) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { s, _ := open(t); suiteConcurrent(t, s) })
 	t.Run("Reopen", func(t *testing.T) { s, sp := open(t); suiteReopen(t, s, sp) })
 	t.Run("NewerSchemaRefused", func(t *testing.T) { s, sp := open(t); suiteNewer(t, s, sp) })
 	t.Run("Reader", func(t *testing.T) { s, sp := open(t); suiteReader(t, s, sp) })
+	t.Run("ReaderBeforeCrossTraffic", func(t *testing.T) { s, sp := open(t); suiteReaderBeforeCross(t, s, sp) })
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -58,6 +62,7 @@ func result(i int) *Result {
 		Status: StatusOK, ErrorStatus: 0,
 		MaxMbps: f64(float64(100 + i)), SummaryMbps: f64(90), LossRatio: f64(0.001), RTTMinMs: f64(1.5),
 		RTTRangeMs: f64(3.25), DelayVarMs: f64(0.5), LoadedMs: f64(20), RPM: f64(3000), Grade: "good",
+		CrossMbps: f64(float64(i) / 4), CrossBusy: i%2 == 1,
 		Doc: []byte(fmt.Sprintf(`{"Summary":{"i":%d}}`, i)),
 	}
 }
@@ -446,6 +451,66 @@ func suiteFleet(t *testing.T, s Store) {
 	}
 }
 
+// suiteFleetServerNames: a server's archive records (Origin server, its
+// name as Agent and Server) are counted under servers and are no probe;
+// the probes' records of it (host:port, the default port, another case)
+// and the archive's (its name alone) are one server, and a Server filter
+// of either name selects all of them; a server on another port is
+// another row.
+func suiteFleetServerNames(t *testing.T, s Store) {
+	ctx := context.Background()
+	rows := []struct {
+		origin        Origin
+		server, agent string
+	}{
+		{OriginClient, "srv1.example:24601", "probe-a"},
+		{OriginClient, "SRV1.example.:24601", "probe-b"},
+		{OriginServer, "srv1.example", "srv1.example"},
+		{OriginServer, "srv1.example", "srv1.example"},
+		{OriginClient, "srv1.example:25000", "probe-a"},
+	}
+	for i, x := range rows {
+		r := result(i)
+		r.Origin, r.Server, r.Agent = x.origin, x.server, x.agent
+		put(t, s, r)
+	}
+	got, err := s.Fleet(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var servers, agents []string
+	tests := map[string]int{}
+	for _, sv := range got.Servers {
+		servers = append(servers, sv.Server)
+		tests[sv.Server] = sv.Tests
+	}
+	for _, a := range got.Agents {
+		agents = append(agents, a.Agent)
+	}
+	if want := []string{"srv1.example", "srv1.example:25000"}; !reflect.DeepEqual(servers, want) {
+		t.Errorf("servers %q, want %q", servers, want)
+	}
+	if tests["srv1.example"] != 4 || tests["srv1.example:25000"] != 1 {
+		t.Errorf("servers' tests %v, want srv1.example 4 and :25000 1", tests)
+	}
+	if want := []string{"probe-a", "probe-b"}; !reflect.DeepEqual(agents, want) {
+		t.Errorf("probes %q, want %q (the archive is no probe)", agents, want)
+	}
+	for _, name := range []string{"srv1.example", "srv1.example:24601"} {
+		l, err := s.List(ctx, Filter{Server: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) != 3 { // srv1.example:24601 and the archive's two (a filter is exact: not SRV1)
+			var got []string
+			for _, r := range l {
+				got = append(got, r.Server)
+			}
+			t.Errorf("List of server %q: %q", name, got)
+		}
+	}
+}
+
 // suitePerAgent: the newest n results of each of some probes, in one
 // List (the fleet page's), with the other filters; Status and Agents
 // select.
@@ -577,6 +642,56 @@ func suiteNewer(t *testing.T, s Store, spec string) {
 // suiteReader: OpenReader reads what a writer wrote, cannot write, and
 // refuses a schema other than its own without migrating it
 // (docs/store.md, "Readers").
+// suiteReaderBeforeCross: a store of schema version 2 (before the
+// cross-traffic columns; made here by the migrations' Down to version 2)
+// stays readable by a reader, which does not upgrade it: Get, List (each
+// of its queries) and Fleet read its rows as unmeasured. A writer then
+// upgrades it, and its rows still read.
+func suiteReaderBeforeCross(t *testing.T, s Store, spec string) {
+	ctx := context.Background()
+	for i := range 3 {
+		put(t, s, result(i))
+	}
+	db := s.(*sqlStore).db
+	migrateDown(t, s.(*sqlStore), 2)
+	check := func(who string, st Store) {
+		t.Helper()
+		got, err := st.Get(ctx, result(1).ID)
+		if err != nil || got.CrossMbps != nil || got.CrossBusy || got.MaxMbps == nil || *got.MaxMbps != 101 {
+			t.Errorf("%s: Get of a version 2 row: %+v, %v", who, got, err)
+		}
+		for _, f := range []Filter{{}, {Agents: []string{"probe-1"}, PerAgent: 2}, {PerAgent: 2}} {
+			l, err := st.List(ctx, f)
+			if err != nil || len(l) == 0 || l[0].CrossMbps != nil {
+				t.Errorf("%s: List %+v of version 2 rows: %d, %v", who, f, len(l), err)
+			}
+		}
+		if fl, err := st.Fleet(ctx, Filter{}); err != nil || len(fl.Agents) != 1 {
+			t.Errorf("%s: Fleet of version 2 rows: %+v, %v", who, fl, err)
+		}
+	}
+	r, err := OpenReader(ctx, spec)
+	if err != nil {
+		t.Fatalf("a reader of a version 2 store: %v", err)
+	}
+	check("reader", r)
+	r.Close()
+	var v int
+	if err := db.QueryRow("SELECT MAX(version_id) FROM goose_db_version").Scan(&v); err != nil || v != 2 {
+		t.Errorf("after the reader, version %d (%v), want 2 as it was", v, err)
+	}
+	w, err := Open(ctx, spec)
+	if err != nil {
+		t.Fatalf("a writer upgrading a version 2 store: %v", err)
+	}
+	defer w.Close()
+	check("upgraded", w)
+	put(t, w, result(5))
+	if got, err := w.Get(ctx, result(5).ID); err != nil || got.CrossMbps == nil || *got.CrossMbps != 1.25 || !got.CrossBusy {
+		t.Errorf("upgraded: a new row's cross-traffic: %+v, %v", got, err)
+	}
+}
+
 func suiteReader(t *testing.T, s Store, spec string) {
 	ctx := context.Background()
 	put(t, s, result(1))

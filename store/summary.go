@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/udpstp/udpstp/report"
+	"github.com/udpstp/udpstp/report/resultdoc"
 )
 
 // Summarize reads a client's JSON document into a Result's figures (see
@@ -39,22 +40,27 @@ func Summarize(doc []byte) (Result, error) {
 	if len(doc) > MaxDocSize {
 		return r, fmt.Errorf("summarize: document of %d bytes, over the %d this reads", len(doc), MaxDocSize)
 	}
-	var top rawTop
-	if err := json.Unmarshal(doc, &top); err != nil {
+	top, err := resultdoc.Decode(doc)
+	if err != nil {
 		return r, fmt.Errorf("summarize: not a JSON result document: %w", err)
 	}
 	r.Doc = doc
-	switch {
-	case top.Runs != nil:
+	switch top.Kind() {
+	case resultdoc.Repeat:
 		return Result{}, ErrRepeat
-	case top.Upstream != nil || top.Downstream != nil:
-		if err := r.pair(&top); err != nil {
+	case resultdoc.Bidirectional:
+		if err := r.pair(top); err != nil {
 			return Result{}, err
 		}
-	case top.ErrorStatus != nil:
-		r.single(&top.rawDoc)
 	default:
-		return Result{}, errors.New("summarize: not a result document: no ErrorStatus, Upstream/Downstream or Runs")
+		t, err := resultdoc.DecodeTest(doc)
+		if err != nil {
+			return Result{}, fmt.Errorf("summarize: not a JSON result document: %w", err)
+		}
+		if t.ErrorStatus == nil {
+			return Result{}, errors.New("summarize: not a result document: no ErrorStatus, Upstream/Downstream or Runs")
+		}
+		r.single(t)
 	}
 	r.Status = StatusOf(r.ErrorStatus)
 	return r, nil
@@ -108,8 +114,8 @@ func StatusOf(errorStatus int) Status {
 // Runs returns each run's document of a --repeat document, in order (a
 // test's document or a --bidirectional pair), for Summarize.
 func Runs(doc []byte) ([][]byte, error) {
-	var top struct{ Runs []json.RawMessage }
-	if err := json.Unmarshal(doc, &top); err != nil {
+	top, err := resultdoc.Decode(doc)
+	if err != nil {
 		return nil, fmt.Errorf("runs: not a JSON result document: %w", err)
 	}
 	if top.Runs == nil {
@@ -122,64 +128,8 @@ func Runs(doc []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// The document as encoding/json sees it: pointers tell a missing key from
-// a zero, and every number is a float64, so no value a producer writes (or
-// a corrupt file holds) overflows a field.
-type (
-	rawTop struct {
-		rawDoc
-		Upstream, Downstream json.RawMessage
-		Runs                 []json.RawMessage
-		Udpstp               *struct {
-			Bidirectional *struct {
-				Upstream, Downstream *rawHalf
-			}
-		} `json:"udpstp"`
-	}
-	rawDoc struct {
-		Input *struct {
-			Role          string
-			Host          string
-			HostIPAddress string
-			// HostList's first is the server as used: its control port
-			// (Input.Port is the Test Connection's port).
-			HostList []struct {
-				Host, HostIPAddress string
-				ControlPort         float64
-			}
-		}
-		Output *struct {
-			BOMTime, EOMTime string
-			Summary          *rawSummary
-			ModalSummary     []rawSummary
-			AtMax            *rawMax
-			ModalResult      []rawMax
-		}
-		ErrorStatus                 *float64
-		ErrorMessage, ErrorMessage2 string
-	}
-	rawSummary struct {
-		IPLayerCapacitySummary *float64
-		MinRTTSummary          *float64
-		RTTRangeSummary        *float64
-	}
-	rawMax struct {
-		MaxIPLayerCapacity *float64
-		LossRatioAtMax     *float64
-		PDVRangeAtMax      *float64
-	}
-	// rawHalf is a half of "udpstp"."Bidirectional" (report/bidir.go).
-	rawHalf struct {
-		Loaded *struct {
-			RTTAvg *float64
-			Fine   *struct{ RTTAvg *float64 }
-		}
-		MinRTTSummary *float64
-	}
-)
-
 // single fills r from one test's document.
-func (r *Result) single(d *rawDoc) {
+func (r *Result) single(d *resultdoc.Test) {
 	r.ErrorStatus = toInt(*d.ErrorStatus)
 	r.Warning = joinMessages(d.ErrorMessage, d.ErrorMessage2)
 	if in := d.Input; in != nil {
@@ -230,18 +180,21 @@ func (r *Result) single(d *rawDoc) {
 }
 
 // pair fills r from a --bidirectional pair.
-func (r *Result) pair(top *rawTop) error {
+func (r *Result) pair(top *resultdoc.Document) error {
 	var halves [2]Result
 	var problems []string
 	for i, h := range []struct {
 		name string
 		raw  json.RawMessage
 	}{{"Upstream", top.Upstream}, {"Downstream", top.Downstream}} {
-		var d rawDoc
-		if h.raw == nil || json.Unmarshal(h.raw, &d) != nil || d.ErrorStatus == nil {
+		var d *resultdoc.Test
+		if h.raw != nil {
+			d, _ = resultdoc.DecodeTest(h.raw)
+		}
+		if d == nil || d.ErrorStatus == nil {
 			return fmt.Errorf("summarize: the --bidirectional pair's %s half is missing or not a result document", h.name)
 		}
-		halves[i].single(&d)
+		halves[i].single(d)
 		r.ErrorStatus = max(r.ErrorStatus, halves[i].ErrorStatus)
 		if halves[i].ErrorStatus != 0 && halves[i].Warning != "" {
 			problems = append(problems, h.name+": "+halves[i].Warning)
@@ -275,35 +228,27 @@ func (r *Result) pair(top *rawTop) error {
 }
 
 // loadedRTT is a --bidirectional pair's round-trip time under load, in
-// ms: the mean over the halves that measured it of each half's loaded
-// round trip (report.LoadedRTTMs: its MinRTTSummary plus its Loaded
-// RTTAvg, udpstp's figure to the µs, Loaded.Fine.RTTAvg, where the half
-// has it). Both halves' round trips cross the same path while both
-// directions are loaded, so each is a sample of the same working latency.
-func loadedRTT(up, down *rawHalf) (float64, bool) {
-	sum, n := 0.0, 0
-	for _, h := range []*rawHalf{up, down} {
-		if h == nil || h.Loaded == nil || h.MinRTTSummary == nil {
+// ms: report.LoadedRTT over the halves' MinRTTSummary and Loaded RTTAvg
+// (udpstp's Loaded.Fine.RTTAvg where the half has it), and where a half
+// has RTTVarBaseFine, its figures to the µs.
+func loadedRTT(up, down *resultdoc.HalfFigures) (float64, bool) {
+	var halves []report.LoadedHalf
+	for _, h := range []*resultdoc.HalfFigures{up, down} {
+		if h == nil || h.Loaded == nil {
 			continue
 		}
+		var l report.LoadedHalf
 		avg := h.Loaded.RTTAvg
 		if h.Loaded.Fine != nil && h.Loaded.Fine.RTTAvg != nil {
 			avg = h.Loaded.Fine.RTTAvg
+			l.FineLoadedRTTVarAvgMs = figure(avg, 1000)
 		}
-		if avg == nil {
-			continue
-		}
-		ms, ok := report.LoadedRTTMs(*h.MinRTTSummary*1000, *avg*1000)
-		if !ok {
-			continue
-		}
-		sum += ms
-		n++
+		l.MinRTTMs, l.LoadedRTTVarAvgMs = figure(h.MinRTTSummary, 1000), figure(avg, 1000)
+		l.FineMinRTTMs = figure(h.RTTVarBaseFine, 1000)
+		halves = append(halves, l)
 	}
-	if n == 0 {
-		return 0, false
-	}
-	return sum / float64(n), true
+	ms, _, ok := report.LoadedRTT(halves...)
+	return ms, ok
 }
 
 // figure is *v times scale (seconds to ms: 1000), rounded to 1e-9 so
@@ -376,8 +321,11 @@ func joinMessages(msgs ...string) string {
 // one direction it is (Summarize gives the pair one set of figures, the
 // downstream half's); ok is false for any other document.
 func Halves(doc []byte) (up, down Result, ok bool) {
-	var top struct{ Upstream, Downstream json.RawMessage }
-	if len(doc) > MaxDocSize || json.Unmarshal(doc, &top) != nil || top.Upstream == nil || top.Downstream == nil {
+	if len(doc) > MaxDocSize {
+		return up, down, false
+	}
+	top, err := resultdoc.Decode(doc)
+	if err != nil || top.Upstream == nil || top.Downstream == nil {
 		return up, down, false
 	}
 	up, errUp := Summarize(top.Upstream)

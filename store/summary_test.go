@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 	"github.com/udpstp/udpstp/report"
 )
 
@@ -261,6 +261,25 @@ func TestSummarizeLoadedRTT(t *testing.T) {
 	}
 	if r.Status != StatusWarning || r.ErrorStatus != 3 || r.Warning != "Downstream: WARNING: slow" {
 		t.Errorf("status: %s", line(&r))
+	}
+}
+
+// TestSummarizeLoadedRTTMicroseconds: a LAN's pair, whose whole-ms
+// figures are all 0: the loaded round trip is the downstream half's figures
+// to the µs (RTTVarBaseFine plus Loaded.Fine.RTTAvg), 0.2 ms, not the 1 ms
+// floor of the ms figures that made every LAN 60000 RPM.
+func TestSummarizeLoadedRTTMicroseconds(t *testing.T) {
+	doc := `{"Upstream": {"Input": {"Role": "Sender"}, "ErrorStatus": 0, "ErrorMessage": "", "ErrorMessage2": ""},
+	"Downstream": {"Input": {"Role": "Receiver"}, "ErrorStatus": 0, "ErrorMessage": "", "ErrorMessage2": ""},
+	"udpstp": {"Bidirectional": {
+	  "Upstream": {"Loaded": {"RTTAvg": 0}, "MinRTTSummary": 0},
+	  "Downstream": {"Loaded": {"RTTAvg": 0, "Fine": {"RTTAvg": 0.00015}}, "MinRTTSummary": 0, "MinRTTFine": 0.00006, "RTTVarBaseFine": 0.00005}}}}`
+	r, err := Summarize([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LoadedMs == nil || math.Abs(*r.LoadedMs-0.2) > 1e-9 || r.RPM == nil || math.Abs(*r.RPM-300000) > 1e-3 || r.Grade != report.GradeHigh {
+		t.Fatalf("%s, want 0.2 ms, 300000 RPM", line(&r))
 	}
 }
 

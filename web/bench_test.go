@@ -15,7 +15,7 @@ import (
 	"github.com/udpstp/udpstp/store"
 )
 
-// benchRows is issue 26's store for the overview's bound: 100,000 results.
+// benchRows is the store for the overview's bound: 100,000 results.
 const benchRows = 100_000
 
 // benchStore is the benchmark's SQLite store, seeded once per process
@@ -58,7 +58,7 @@ func seededBench(b *testing.B) (store.Store, time.Time) {
 }
 
 // BenchmarkOverview100k: the overview page over a year of a store of
-// 100,000 results (issue 26: under 1 s), every chart's series reduced by
+// 100,000 results (under 1 s), every chart's series reduced by
 // the store to the page's resolution. ms/page is a page's mean time (the
 // first, with the store's pages not yet in memory, is worst-ms/page);
 // above the bound the benchmark fails.
@@ -86,7 +86,7 @@ func BenchmarkOverview100k(b *testing.B) {
 	b.ReportMetric(float64(mean.Microseconds())/1e3, "ms/page")
 	b.ReportMetric(float64(worst.Microseconds())/1e3, "worst-ms/page")
 	if mean > time.Second {
-		b.Errorf("the overview took %v a page (the slowest %v) over %d results, want under 1 s (issue 26)", mean, worst, benchRows)
+		b.Errorf("the overview took %v a page (the slowest %v) over %d results, want under 1 s", mean, worst, benchRows)
 	}
 }
 

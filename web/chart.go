@@ -99,11 +99,16 @@ func (s *server) charts(ctx context.Context, v view) ([]chart, error) {
 		}
 	}
 	wg.Wait()
-	var out []chart
-	for i, spec := range chartSpecs {
+	for i := range errs {
 		if err := errors.Join(errs[i]...); err != nil {
 			return nil, err
 		}
+	}
+	if v.Fit {
+		v = fitted(v, series)
+	}
+	var out []chart
+	for i, spec := range chartSpecs {
 		c := chart{ID: spec.id, Title: spec.title, Unit: spec.unit, W: chartW, H: chartH,
 			Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB}
 		top := 0.0
@@ -129,6 +134,36 @@ func (s *server) charts(ctx context.Context, v view) ([]chart, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// minFitSpan is the shortest time axis a fitted chart has (an hour: a
+// first result a minute old is not stretched over the whole width), and
+// fitPad the share of the axis left before the first result.
+const (
+	minFitSpan = time.Hour
+	fitPad     = 0.05
+)
+
+// fitted is v with its start moved up to just before the first point of
+// the series, when that is later than v's start: the axis spans the data
+// (at least minFitSpan), so that a new probe's first results spread over
+// the chart. The points are already those of v's range, so none is left
+// out.
+func fitted(v view, series [][][]store.Point) view {
+	first := v.Now
+	for _, c := range series {
+		for _, s := range c {
+			if len(s) > 0 && s[0].T.Before(first) {
+				first = s[0].T
+			}
+		}
+	}
+	span := max(v.Now.Sub(first), minFitSpan)
+	span += time.Duration(float64(span) * fitPad)
+	if since := v.Now.Add(-span); since.After(v.Since) {
+		v.Since = since
+	}
+	return v
 }
 
 // layLine places a series' points in the drawing area.
@@ -192,15 +227,15 @@ func yTicks(top float64) []tick {
 
 // xTicks are six labels along the range, in the time zone of the process.
 func xTicks(v view) []tick {
+	span := v.Now.Sub(v.Since)
 	layout := "Jan 2"
-	switch v.Range {
-	case "24h":
+	switch {
+	case span <= 36*time.Hour:
 		layout = "15:04"
-	case "1y":
+	case span > 90*24*time.Hour:
 		layout = "Jan 2006"
 	}
 	var ts []tick
-	span := v.Now.Sub(v.Since)
 	for i := 0; i <= 5; i++ {
 		t := v.Since.Add(span * time.Duration(i) / 5)
 		anchor := "middle"

@@ -4,11 +4,10 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,14 +15,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/udpstp/udpstp/internal/chromiumtest"
+	"github.com/udpstp/udpstp/internal/testkit/chromiumtest"
 )
 
-// screenshotDir keeps the Chromium tests' screenshots with the test
-// reports (the Makefile's REPORTDIR; .ci/run keeps bin/testreport).
-const screenshotDir = "../bin/testreport/screenshots"
-
-// browser is a headless Chromium tab (internal/chromiumtest) whose console
+// browser is a headless Chromium tab (internal/testkit/chromiumtest) whose console
 // errors, warnings, uncaught exceptions and logged failures are collected,
 // but for the refusals of /run a test provokes.
 type browser struct {
@@ -68,44 +63,17 @@ func (b *browser) problems() []string { return b.Problems() }
 
 func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
+	b.Do(t, steps...)
 }
 
 func eval[T any](t *testing.T, b *browser, js string) T {
 	t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("%s: %v", js, err)
-	}
-	return v
+	return chromiumtest.Eval[T](t, b.Browser, js)
 }
 
-// poll waits until js is true in the page (bounded by the browser's
-// deadline).
 func poll(t *testing.T, b *browser, js string) {
 	t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](js)); err != nil {
-		t.Fatalf("waiting for %s: %v", js, err)
-	}
-}
-
-func (b *browser) screenshot(t *testing.T, name string) {
-	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(screenshotDir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	abs, _ := filepath.Abs(p)
-	t.Logf("screenshot: %s (%d bytes)", abs, len(png))
+	b.Poll(t, js)
 }
 
 // noOverflow: at the viewport's width nothing makes the page scroll
@@ -115,6 +83,70 @@ func noOverflow(t *testing.T, b *browser, page string) {
 	w := eval[[]int](t, b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`)
 	if w[0] > w[1] {
 		t.Errorf("%s at phone width: the page is %d px wide in a %d px viewport", page, w[0], w[1])
+	}
+}
+
+// nothingOverflows: at the viewport's width no element of the page
+// reaches past the viewport's sides or scrolls its content sideways; the
+// latest results' table in particular fits its box, which does not
+// scroll (docs/web.md, "Overview").
+func nothingOverflows(t *testing.T, b *browser, page string) {
+	t.Helper()
+	got := eval[[]string](t, b, `(() => {
+		const vw = document.documentElement.clientWidth, out = [];
+		const name = el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+			(typeof el.className === "string" && el.className ? "." + el.className.trim().split(/\s+/).join(".") : "");
+		for (const el of document.querySelectorAll("body *")) {
+			const r = el.getBoundingClientRect();
+			if (r.width > 0 && (r.left < 0 || r.right > vw)) out.push(name(el) + " spans x " + Math.round(r.left) + "-" + Math.round(r.right) + " of " + vw);
+			if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth) out.push(name(el) + " scrolls: " + el.scrollWidth + " px of content in " + el.clientWidth);
+		}
+		const recent = document.querySelector("table.recent");
+		if (!recent) out.push("no latest results' table");
+		for (const el of recent ? [recent, recent.closest(".scroll")] : []) {
+			if (el && el.scrollWidth > el.clientWidth) out.push(name(el) + ": scrollWidth " + el.scrollWidth + " > clientWidth " + el.clientWidth);
+		}
+		return out.length > 12 ? out.slice(0, 12).concat(["and " + (out.length - 12) + " more"]) : out;
+	})()`)
+	if len(got) > 0 {
+		t.Errorf("%s at phone width overflows sideways:\n%s", page, strings.Join(got, "\n"))
+	}
+}
+
+// onScreen: on the phone, the tests' table shows each test's capacity,
+// its next run and its "Run now" button without scrolling it sideways:
+// each lies inside the viewport and its table's box, and is what the page
+// shows at its centre (not clipped by the table's scrolling box).
+func onScreen(t *testing.T, b *browser) {
+	t.Helper()
+	got := eval[[]string](t, b, `(() => {
+		const seen = el => {
+			if (!el) return "missing";
+			const r = el.getBoundingClientRect(), vw = document.documentElement.clientWidth;
+			if (r.width === 0 || r.left < 0 || r.right > vw) return "at x " + Math.round(r.left) + "-" + Math.round(r.right) + " of " + vw;
+			const box = el.closest(".scroll");
+			if (box) {
+				const b = box.getBoundingClientRect();
+				if (r.left < b.left || r.right > b.right) return "outside its table's box";
+			}
+			el.scrollIntoView({block: "center", inline: "nearest"});
+			const c = el.getBoundingClientRect();
+			const at = document.elementFromPoint(c.left + c.width / 2, c.top + c.height / 2);
+			return at && (el === at || el.contains(at)) ? "" : "covered";
+		};
+		const t = document.querySelector("table.tests");
+		const cell = t && t.querySelector("tbody tr td.cap");
+		const run = t && [...t.querySelectorAll("button")].find(x => x.textContent.includes("Run now"));
+		const next = t && t.querySelector("tbody tr td.next time");
+		// The capacity is labelled: its column's head, or its own label.
+		const head = t && [...t.querySelectorAll("thead th")].find(th => th.textContent.includes("Max Mbit/s"));
+		const label = cell && getComputedStyle(cell, "::before").content.includes("Max Mbit/s");
+		return [cell ? seen(cell) : "no capacity cell", label ? "" : seen(head), seen(run), seen(next)];
+	})()`)
+	for i, what := range []string{"a test's capacity", "the capacity's label", `"Run now"`, "a test's next run"} {
+		if got[i] != "" {
+			t.Errorf("overview at 390 px: %s is not on screen: %s", what, got[i])
+		}
 	}
 }
 
@@ -134,6 +166,21 @@ func TestChromiumPages(t *testing.T) {
 	sd := seed(t, st, now, 300, sampleDoc(t))
 	runID := newID()
 	agent := &fakeAgent{st: st, tests: sd.tests, newID: func() string { return runID }, mkDoc: func() []byte { return sampleDoc(t) }}
+	// The first test's slot has come (it waits for the test lock); the
+	// second's is 4 minutes off; the third has none. The run below draws
+	// the first's next slot, as the agent's schedule loop does.
+	soon, redrawn := now.Add(4*time.Minute), now.Add(90*time.Minute)
+	agent.setNext(sd.tests[0], now.Add(-time.Minute))
+	agent.setNext(sd.tests[1], soon)
+	agent.redraw = func(string) time.Time { return redrawn }
+	// nextRun is the next run's text in a test's row on the page.
+	nextRun := func(test string) string {
+		return eval[string](t, b, `(() => {
+			const r = [...document.querySelectorAll("table.tests tr[data-test]")].find(r => r.dataset.test === `+jsString(test)+`);
+			const c = r && r.querySelector("td.next");
+			return c && c.getClientRects().length > 0 ? c.innerText : "not shown";
+		})()`)
+	}
 	srv := httptest.NewServer(Handler(Config{Store: st, Agent: agent, Title: "probe-kitchen", Now: func() time.Time { return now }}))
 	t.Cleanup(srv.Close)
 
@@ -154,7 +201,30 @@ func TestChromiumPages(t *testing.T) {
 				t.Errorf("chart line %q holds %d points, the store %d rows in range", k, got[k], v)
 			}
 		}
-		b.screenshot(t, "chromium-overview.png")
+		if got, want := nextRun(sd.tests[1]), soon.Local().Format("2006-01-02 15:04")+" (in 4 min)"; got != want {
+			t.Errorf("%s's next run shows %q, want %q", sd.tests[1], got, want)
+		}
+		if got := nextRun(sd.tests[0]); !strings.HasSuffix(got, "(due now)") {
+			t.Errorf("%s's next run shows %q, want it due", sd.tests[0], got)
+		}
+		if got := nextRun(sd.tests[2]); got != "none scheduled" {
+			t.Errorf("%s's next run shows %q, want none", sd.tests[2], got)
+		}
+		// The script keeps the words current (here: a page shown again),
+		// in inWords' words; each time is 10 s off a minute's rounding.
+		for _, d := range []time.Duration{20 * time.Second, 4*time.Minute + 10*time.Second, 2*time.Hour + 5*time.Minute + 10*time.Second,
+			3*24*time.Hour + time.Hour + 20*time.Minute + 10*time.Second, -time.Hour} {
+			got := eval[string](t, b, `(() => {
+				const c = [...document.querySelectorAll("table.tests tr[data-test]")].find(r => r.dataset.test === `+jsString(sd.tests[1])+`).querySelector("td.next");
+				c.querySelector("time").dateTime = new Date(Date.now() + `+fmt.Sprint(d.Milliseconds())+`).toISOString();
+				document.dispatchEvent(new Event("visibilitychange"));
+				return c.querySelector(".in").textContent;
+			})()`)
+			if want := "(" + inWords(d) + ")"; got != want {
+				t.Errorf("the script's words for a next run %s off: %q, want %q", d, got, want)
+			}
+		}
+		b.Screenshot(t, "chromium-overview.png")
 	})
 
 	t.Run("run now", func(t *testing.T) {
@@ -194,8 +264,18 @@ func TestChromiumPages(t *testing.T) {
 		if s := eval[string](t, b, `document.getElementById("status").textContent`); !strings.Contains(s, "has ended") {
 			t.Errorf("the status line says %q", s)
 		}
+		// The slot drawn after the run (after its row was stored) shows
+		// without a reload.
 		agent.wait()
-		b.screenshot(t, "chromium-run-now.png")
+		poll(t, b, `(() => {
+			const r = [...document.querySelectorAll("table.tests tr[data-test]")].find(r => r.dataset.test === `+jsString(sd.tests[0])+`);
+			const c = r && r.querySelector("td.next time");
+			return !!c && c.dateTime === `+jsString(redrawn.UTC().Format(time.RFC3339))+`;
+		})()`)
+		if got, want := nextRun(sd.tests[0]), redrawn.Local().Format("2006-01-02 15:04")+" (in 1 h 30 min)"; got != want {
+			t.Errorf("after the run, %s's next run shows %q, want %q", sd.tests[0], got, want)
+		}
+		b.Screenshot(t, "chromium-run-now.png")
 	})
 
 	// Another origin's page (another port: same site, other origin) posts
@@ -238,7 +318,7 @@ func TestChromiumPages(t *testing.T) {
 		if s := eval[string](t, b, `document.querySelector(".figures").textContent`); !strings.Contains(s, "321.50 Mbit/s") {
 			t.Errorf("the figures say %q", s)
 		}
-		b.screenshot(t, "chromium-result.png")
+		b.Screenshot(t, "chromium-result.png")
 	})
 
 	t.Run("fleet", func(t *testing.T) {
@@ -279,7 +359,7 @@ func TestChromiumPages(t *testing.T) {
 			t.Errorf("probe-1's last result links to %s", u)
 		}
 		b.do(t, chromedp.Navigate(srv.URL+"/fleet?range=30d"), chromedp.WaitVisible(chromedp.CSS("table.agents")))
-		b.screenshot(t, "chromium-fleet.png")
+		b.Screenshot(t, "chromium-fleet.png")
 	})
 
 	t.Run("phone", func(t *testing.T) {
@@ -291,13 +371,23 @@ func TestChromiumPages(t *testing.T) {
 		} {
 			b.do(t, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.wait)))
 			noOverflow(t, b, p.path)
-			b.screenshot(t, p.shot)
+			if p.path == "/" {
+				nothingOverflows(t, b, p.path)
+				onScreen(t, b)
+			}
+			b.Screenshot(t, p.shot)
 		}
 	})
 
 	if p := b.problems(); len(p) > 0 {
 		t.Errorf("the browser's console:\n%s", strings.Join(p, "\n"))
 	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 func sortedCopy(s []string) []string {

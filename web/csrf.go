@@ -7,23 +7,30 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
-	"net/url"
 )
 
-// csrf guards the page's one POST (/run) against other sites: a form from
-// elsewhere cannot read the token, which is 256 random bits made when the
-// process starts (a restart makes a new one; a page loaded before it then
-// gets 403 and a reload fixes it), and a browser's own Origin and
-// Sec-Fetch-Site headers must say the request came from this page.
-type csrf struct{ token string }
+// csrf guards the page's one POST (/run) against other sites. First
+// net/http's CrossOriginProtection: a browser's Sec-Fetch-Site other than
+// same-origin (or none), else an Origin whose host is not the request's
+// Host, is refused. The form's token stays behind it: 256 random bits made
+// when the process starts (a restart makes a new one; a page loaded before
+// it then gets 403 and a reload fixes it), which no other site can read.
+// It is what stops a forged POST from a client that sends neither header
+// (an older browser, a plugin), which CrossOriginProtection lets through
+// as a non-browser request.
+type csrf struct {
+	token  string
+	origin *http.CrossOriginProtection
+}
 
 func newCSRF() *csrf {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("web: no randomness for the CSRF token: " + err.Error()) // crypto/rand does not fail on Linux
 	}
-	return &csrf{token: hex.EncodeToString(b[:])}
+	return &csrf{token: hex.EncodeToString(b[:]), origin: http.NewCrossOriginProtection()}
 }
 
 // maxForm bounds a POST's body: a test's name and the token.
@@ -31,14 +38,8 @@ const maxForm = 4 << 10
 
 // check says why r is not a request of this page's own form, or nil.
 func (c *csrf) check(w http.ResponseWriter, r *http.Request) error {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
-		return errors.New("the request came from another site (Sec-Fetch-Site: " + site + ")")
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if o == "null" || err != nil || u.Host != r.Host {
-			return errors.New("the request came from another origin")
-		}
+	if err := c.origin.Check(r); err != nil {
+		return fmt.Errorf("the request came from another site or origin (%w)", err)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {

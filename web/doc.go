@@ -1,8 +1,7 @@
 //go:build !small
 
-// Package web is the agent's web page (issue 26) and the fleet's (issue
-// 27): an overview of a result store (the last result of every test, time
-// charts of capacity, RTT, latency under load and loss over a chosen
+// Package web is the agent's web page and the fleet's: an overview of a
+// result store (the last result of every test, time charts of capacity, RTT, latency under load and loss over a chosen
 // range, the latest results), a page per result (its figures, its plot,
 // its JSON document to download), a "run now" button per test whose
 // progress appears live, and /fleet, a store's sums per server and per

@@ -5,6 +5,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -17,6 +18,50 @@ const (
 	eventPing       = 25 * time.Second
 	eventWrite      = 10 * time.Second
 )
+
+// DefaultStreamsPerClient is Config.StreamsPerClient's default.
+const DefaultStreamsPerClient = 4
+
+// takeStream takes one of the event streams for a client at remote (a
+// request's RemoteAddr): at most maxEventStreams in all and
+// StreamsPerClient per client address (an IPv6 client's /64), so that one
+// client cannot hold them all. It returns the release, or nil and why not.
+func (s *server) takeStream(remote string) (func(), string) {
+	key := clientKey(remote)
+	s.streamMu.Lock()
+	defer s.streamMu.Unlock()
+	if s.streams >= maxEventStreams {
+		return nil, "too many pages follow the tests: try later"
+	}
+	if s.perClient[key] >= s.cfg.StreamsPerClient {
+		return nil, "this address follows the tests from too many pages: close one"
+	}
+	s.streams++
+	s.perClient[key]++
+	return func() {
+		s.streamMu.Lock()
+		defer s.streamMu.Unlock()
+		s.streams--
+		if s.perClient[key]--; s.perClient[key] <= 0 {
+			delete(s.perClient, key)
+		}
+	}, ""
+}
+
+// clientKey is the client address streams are counted by: the IP, an
+// IPv6 one's /64 (one host may hold a whole /64).
+func clientKey(remote string) string {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return remote
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
 
 // progress is what the page's script gets of an event of the running
 // test: the figures it shows, not the event's whole data (the "end"
@@ -55,12 +100,12 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent) // an EventSource stops asking
 		return
 	}
-	if s.streams.Add(1) > maxEventStreams {
-		s.streams.Add(-1)
-		http.Error(w, "too many pages follow the tests: try later", http.StatusServiceUnavailable)
+	release, msg := s.takeStream(r.RemoteAddr)
+	if release == nil {
+		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
-	defer s.streams.Add(-1)
+	defer release()
 	ch, unsubscribe := a.Subscribe()
 	defer unsubscribe()
 

@@ -5,6 +5,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -21,14 +22,39 @@ type fakeAgent struct {
 	release chan struct{}
 	newID   func() string
 	mkDoc   func() []byte
+	// redraw, if set, is a test's next slot drawn after its run, as the
+	// agent's schedule loop does once the result is stored and the test
+	// lock let go.
+	redraw func(name string) time.Time
 
 	mu      sync.Mutex
+	next    map[string]time.Time // NextRuns
 	running string
 	subs    map[chan []byte]struct{}
 	done    chan struct{} // closed when the last started run ended
 }
 
 func (a *fakeAgent) Tests() []string { return a.tests }
+
+func (a *fakeAgent) NextRuns() map[string]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.next)
+}
+
+// setNext sets test name's next slot (zero: none).
+func (a *fakeAgent) setNext(name string, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next == nil {
+		a.next = map[string]time.Time{}
+	}
+	if at.IsZero() {
+		delete(a.next, name)
+		return
+	}
+	a.next[name] = at
+}
 
 func (a *fakeAgent) Running() string {
 	a.mu.Lock()
@@ -98,6 +124,12 @@ func (a *fakeAgent) RunNow(name string) error {
 		a.mu.Lock()
 		a.running = ""
 		a.mu.Unlock()
+		if a.redraw != nil {
+			// As above, and past the page's first fetch again after the
+			// row: the page must wait for the new slot too.
+			time.Sleep(300 * time.Millisecond)
+			a.setNext(name, a.redraw(name))
+		}
 	}()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/udpstp/udpstp/store"
 )
@@ -19,7 +20,9 @@ type fleetData struct {
 	Servers []serverRow
 	Agents  []probeRow // the page of probes shown
 	Probes  probePage
-	Buckets []string // the capacity buckets' labels
+	// Enrolled: a collector's enrolled probes (enrolled.go).
+	Enrolled enrolledData
+	Buckets  []string // the capacity buckets' labels
 }
 
 // A fleet has thousands of probes: the page lists probesShown of them,
@@ -37,6 +40,9 @@ type probeRow struct {
 	store.AgentSummary
 	Recent []store.Result
 	Slots  []store.Result
+	// Revoked: when its enrolment was revoked (enrolled.go); zero for
+	// one in force or a store that keeps none.
+	Revoked time.Time
 }
 
 // probePage is where the probes shown sit in the list: First to Last
@@ -84,6 +90,10 @@ func (s *server) fleet(w http.ResponseWriter, r *http.Request) {
 	from, _ := strconv.Atoi(r.URL.Query().Get("probes"))
 	if d.Agents, d.Probes, err = s.probes(r, v, f.Agents, from); err != nil {
 		s.fail(w, r, "reading the probes' results", err)
+		return
+	}
+	if d.Enrolled, err = s.enrolled(r.Context(), v, d.Agents); err != nil {
+		s.fail(w, r, "reading the enrolled probes", err)
 		return
 	}
 	for _, rg := range ranges {

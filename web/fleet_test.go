@@ -152,3 +152,46 @@ func TestRangeLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetServersAndProbes: a server's archive records (Origin server,
+// its name as their Agent) are under servers, not probes, and the
+// probes' records of that server (host:port) and its archive's (its
+// name) are one server's row; its link shows all of them.
+func TestFleetServersAndProbes(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	now := time.Now().Truncate(time.Second)
+	put := func(i int, origin store.Origin, agent, server string) {
+		r := &store.Result{ID: newID(), Origin: origin, Test: "t", Agent: agent, Server: server,
+			Start: now.Add(-time.Duration(i+1) * time.Minute), Direction: "down", Status: store.StatusOK, MaxMbps: f64(100)}
+		if origin == store.OriginServer {
+			r.Test, r.Client = "", "client-1"
+		}
+		if err := st.Put(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, store.OriginClient, "probe-kitchen", "srv1.example:24601")
+	put(1, store.OriginServer, "srv1.example", "srv1.example")
+	put(2, store.OriginClient, "probe-rack", "srv1.example:24601")
+	put(3, store.OriginServer, "srv1.example", "srv1.example")
+	srv := httptest.NewServer(Handler(Config{Store: st, Title: "fleet", Now: func() time.Time { return now }}))
+	t.Cleanup(srv.Close)
+
+	_, body := get(t, srv.URL+"/fleet")
+	var probes []string
+	for _, m := range probeRowRE.FindAllStringSubmatch(body, -1) {
+		probes = append(probes, m[1])
+	}
+	if want := []string{"probe-kitchen", "probe-rack"}; !slices.Equal(probes, want) {
+		t.Errorf("probes %q, want %q (a server's archive is no probe)", probes, want)
+	}
+	servers := regexp.MustCompile(`<tr data-server="([^"]*)">`).FindAllStringSubmatch(body, -1)
+	if len(servers) != 1 || servers[0][1] != "srv1.example" {
+		t.Fatalf("servers %q, want the one srv1.example", servers)
+	}
+	_, body = get(t, srv.URL+"/?server=srv1.example")
+	if n := strings.Count(body, `<tr data-id="`); n != 4 {
+		t.Errorf("the server's link shows %d results, want its 4 (the probes' and the archive's)", n)
+	}
+}

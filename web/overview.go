@@ -30,8 +30,13 @@ const recentRows = 20
 
 // view is what a request asks the overview for: a range and filters.
 type view struct {
-	Range       string
-	Since, Now  time.Time
+	Range      string
+	Since, Now time.Time
+	// Fit: no range was asked for, so the charts' time axis starts at the
+	// first result in the default range (see fitSpan), not the range's
+	// start: a probe's first results are spread over the chart, not
+	// squeezed into its right edge (docs/web.md, "Overview").
+	Fit         bool
 	Test, Agent string
 	Server      string
 }
@@ -40,9 +45,10 @@ type view struct {
 func (s *server) viewOf(q url.Values) view {
 	v := view{Range: defaultRange, Now: s.now(), Test: q.Get("test"), Agent: q.Get("agent"), Server: q.Get("server")}
 	d := 7 * 24 * time.Hour
+	v.Fit = true
 	for _, r := range ranges {
 		if r.Name == q.Get("range") {
-			v.Range, d = r.Name, r.D
+			v.Range, d, v.Fit = r.Name, r.D, false
 		}
 	}
 	v.Since = v.Now.Add(-d)
@@ -72,26 +78,30 @@ type rangeLink struct {
 	Current     bool
 }
 
-// testRow is a test and its last result (nil: none yet).
+// testRow is a test, its last result (nil: none yet) and, on an agent's
+// page, its next scheduled run.
 type testRow struct {
 	Name string
 	Last *store.Result
+	Next nextRun
 }
 
 // overviewData is the overview's template data.
 type overviewData struct {
-	Title   string
-	View    view
-	Ranges  []rangeLink
-	Query   string // the current view's query, for /live
-	CSRF    string
-	CanRun  bool
-	Running string
-	Tests   []testRow
-	Charts  []chart
-	Recent  []store.Result
-	Latest  string // the newest result's ID, "" if none
-	Pending int    // results waiting for the remote store (Config.Pending)
+	Title  string
+	View   view
+	Ranges []rangeLink
+	Query  string // the current view's query, for /live
+	CSRF   string
+	CanRun bool
+	// Scheduled: the tests are the agent's, with their next runs.
+	Scheduled bool
+	Running   string
+	Tests     []testRow
+	Charts    []chart
+	Recent    []store.Result
+	Latest    string // the newest result's ID, "" if none
+	Pending   int    // results waiting for the remote store (Config.Pending)
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +125,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) overviewData(ctx context.Context, v view) (*overviewData, error) {
-	d := &overviewData{Title: s.cfg.Title, View: v, Query: v.query(v.Range), CSRF: s.csrf.token, CanRun: s.cfg.Agent != nil}
+	d := &overviewData{Title: s.cfg.Title, View: v, Query: v.query(v.Range), CSRF: s.csrf.token, CanRun: s.cfg.Agent != nil, Scheduled: s.agentTests(v)}
 	for _, r := range ranges {
 		d.Ranges = append(d.Ranges, rangeLink{Name: r.Name, Query: v.query(r.Name), Current: r.Name == v.Range})
 	}
@@ -141,12 +151,19 @@ func (s *server) overviewData(ctx context.Context, v view) (*overviewData, error
 	return d, nil
 }
 
+// agentTests: the overview of v lists the agent's configured tests (with
+// their next runs), not those of the latest results.
+func (s *server) agentTests(v view) bool {
+	return s.cfg.Agent != nil && v.Agent == "" && v.Server == ""
+}
+
 // tests are the agent's configured tests with their last results (of any
 // time: a test that has not run for a month still shows its last); without
 // an agent, the tests of the latest results in range.
 func (s *server) tests(ctx context.Context, v view) ([]testRow, error) {
-	if s.cfg.Agent != nil && v.Agent == "" && v.Server == "" {
+	if s.agentTests(v) {
 		var rows []testRow
+		next, running := s.cfg.Agent.NextRuns(), s.cfg.Agent.Running()
 		for _, name := range s.cfg.Agent.Tests() {
 			if v.Test != "" && name != v.Test {
 				continue
@@ -155,7 +172,7 @@ func (s *server) tests(ctx context.Context, v view) ([]testRow, error) {
 			if err != nil {
 				return nil, err
 			}
-			row := testRow{Name: name}
+			row := testRow{Name: name, Next: nextRunOf(next[name], v.Now, name == running)}
 			if len(last) > 0 {
 				row.Last = &last[0]
 			}

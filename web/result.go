@@ -89,7 +89,7 @@ func (s *server) plot(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	if err := plot.RenderDoc(&buf, doc, plot.SVG); err != nil {
 		s.log.Error("web: drawing a result", "id", res.ID, "err", err)
-		http.Error(w, "the plot failed: see the agent's log", http.StatusInternalServerError)
+		http.Error(w, "the plot failed: see the log of the agent or collector serving this page", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Security-Policy", plotCSP)

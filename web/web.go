@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/udpstp/udpstp/store"
@@ -24,6 +24,10 @@ type Agent interface {
 	RunNow(name string) error
 	// Running is the name of the test running, "" if none.
 	Running() string
+	// NextRuns are the scheduled tests' next slots, by name; a test
+	// without one (its schedule not started yet) is absent or zero. The
+	// page shows them (docs/web.md, "Overview").
+	NextRuns() map[string]time.Time
 	// Subscribe returns the live events of the tests that run while
 	// subscribed: each a JSON line of the client's event stream
 	// (docs/json-stream.md, client.Stream), the "end" event last of each
@@ -54,6 +58,9 @@ type Config struct {
 	// Pending, if set, is how many results wait in an agent's spool for
 	// the remote store (store.Spool); the overview says so when non-zero.
 	Pending func() int
+	// StreamsPerClient bounds the live streams (/events) one client
+	// address holds; 0 is DefaultStreamsPerClient.
+	StreamsPerClient int
 }
 
 // DefaultPoints is the charts' resolution when Config.Points is 0: about
@@ -74,8 +81,11 @@ type server struct {
 	log   *slog.Logger
 	now   func() time.Time
 	start time.Time
-	// streams counts the pages following /events (maxEventStreams).
-	streams atomic.Int32
+	// streams counts the pages following /events (maxEventStreams), and
+	// perClient those of each client address (Config.StreamsPerClient).
+	streamMu  sync.Mutex
+	streams   int
+	perClient map[string]int
 }
 
 // Handler serves the page for cfg.
@@ -86,7 +96,10 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Points <= 0 {
 		cfg.Points = DefaultPoints
 	}
-	s := &server{cfg: cfg, csrf: newCSRF(), log: cfg.Logger, now: cfg.Now, start: time.Now()}
+	if cfg.StreamsPerClient <= 0 {
+		cfg.StreamsPerClient = DefaultStreamsPerClient
+	}
+	s := &server{cfg: cfg, csrf: newCSRF(), log: cfg.Logger, now: cfg.Now, start: time.Now(), perClient: map[string]int{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -130,5 +143,5 @@ func (s *server) page(w http.ResponseWriter, r *http.Request, name string, data 
 // fail answers a failure of the store (500: logged, not shown in detail).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
-	http.Error(w, "the result store failed: see the agent's log", http.StatusInternalServerError)
+	http.Error(w, "the result store failed: see the log of the agent or collector serving this page", http.StatusInternalServerError)
 }

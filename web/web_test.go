@@ -205,7 +205,7 @@ func TestRunNowCSRF(t *testing.T) {
 }
 
 // TestAssetsSize: the page's own assets (script, styles, icon, templates)
-// stay under issue 26's 300 KB.
+// stay under the 300 KB.
 func TestAssetsSize(t *testing.T) {
 	total := 0
 	for _, fsys := range []fs.FS{assets, templateFiles} {

@@ -22,7 +22,7 @@ import (
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/internal/buildinfo"
-	"github.com/udpstp/udpstp/server"
+	"github.com/udpstp/udpstp/internal/enginenet"
 	"github.com/udpstp/udpstp/store"
 	"github.com/udpstp/udpstp/web"
 )
@@ -41,7 +41,9 @@ func agentCommand() *cli.Command {
 			&cli.StringFlag{Name: "http", Value: "127.0.0.1:8080", Usage: "listen on `ADDR` for the page, /metrics and /probe"},
 			&cli.StringFlag{Name: "store", Usage: "the result store: sqlite:PATH or postgres://...", DefaultText: "sqlite:$STATE_DIRECTORY/results.db or sqlite:/var/lib/udpstp/results.db"},
 			&cli.StringFlag{Name: "spool", TakesFile: true, Usage: "with --store postgres://...: keep every result first in a local SQLite `PATH` and upload it from there, so that a PostgreSQL down loses nothing", DefaultText: "spool.db beside the default store"},
+			&cli.StringFlag{Name: "credential", TakesFile: true, Usage: "with --store https://COLLECTOR/: the probe's `DIR` of probe.crt, probe.key and ca.crt (udpstp collector enroll)"},
 			&cli.StringFlag{Name: "identity", Usage: "the probe's `NAME` in its results", DefaultText: "the host name"},
+			&cli.DurationFlag{Name: "config-every", Value: agentConfigEvery, Usage: "with --store https://COLLECTOR/ and no --config: fetch the configuration from the collector every `DURATION` (and on SIGHUP)"},
 			&cli.DurationFlag{Name: "test-min-every", Hidden: true, Usage: "tests of the agent: a shorter least mean spacing"},
 		},
 		OnUsageError: usageError,
@@ -65,26 +67,37 @@ func agentAction(c *cli.Context) error {
 	if spec == "" {
 		spec = "sqlite:" + defaultStorePath()
 	}
+	if err := store.CheckScheme(spec, agentStoreSchemes()); err != nil {
+		return configError("agent: %v", err)
+	}
 	spool := c.String("spool")
 	if remote := !strings.HasPrefix(spec, "sqlite:"); !remote && spool != "" {
 		return configError("agent: --spool is for a remote --store (postgres://...); %s is local", spec)
 	} else if remote && spool == "" {
 		spool = filepath.Join(filepath.Dir(defaultStorePath()), "spool.db")
 	}
+	reload, stopReloads := reloadRequests() // before anything slow
+	defer stopReloads()
 	ctx, stop := signalContext(c)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	err := agent.Serve(ctx, agent.ServeConfig{
-		ConfigPath: c.String("config"),
+	engineEnv := enginenet.ReadEnv(os.Getenv)
+	remote, configPath, reload, err := collectorRemote(ctx, c, spec, spool, reload, log) // collector.go
+	if err != nil {
+		return configError("agent: %v", err)
+	}
+	err = agent.Serve(ctx, agent.ServeConfig{
+		Remote:     remote,
+		ConfigPath: configPath,
 		HTTP:       c.String("http"),
 		Store:      spec,
 		Spool:      spool,
 		Page:       agentPage,
+		Reload:     reload,
+		Systemd:    systemdEnv(),
 		Load:       agent.LoadOptions{Parse: parseClientArgs, MinEvery: c.Duration("test-min-every")},
 		Options: agent.Options{Identity: identity, Log: log, Version: buildinfo.Get().Version,
-			Network: func() (control.Network, func()) {
-				return server.NewClientNet(false, false, log)
-			}},
+			Network: agentNetwork(log, engineEnv)}, // agent_memory.go
 	})
 	switch {
 	case err == nil:
@@ -97,7 +110,7 @@ func agentAction(c *cli.Context) error {
 
 // agentPage is the web page of package web over a's store.
 func agentPage(a *agent.Agent, st store.Store, log *slog.Logger) http.Handler {
-	cfg := web.Config{Store: st, Agent: webAgent{a}, Logger: log}
+	cfg := web.Config{Store: st, Agent: webAgent{a}, Logger: log, StreamsPerClient: a.Config().HTTP.StreamsPerClient}
 	if sp, ok := st.(*store.Spool); ok {
 		cfg.Pending = sp.Pending
 	}
@@ -115,6 +128,12 @@ func (w webAgent) RunNow(name string) error {
 	return err
 }
 
+// agentStoreSchemes are the --store specs the agent takes: the store's
+// own (store.Schemes) and a collector (https://, collector.go). Anything
+// else is refused at start: a forgotten "sqlite:" was once taken for a
+// PostgreSQL URL.
+func agentStoreSchemes() []string { return append(store.Schemes(), "https://") }
+
 // defaultStorePath is the store under systemd's StateDirectory=, else
 // /var/lib/udpstp.
 func defaultStorePath() string {
@@ -128,6 +147,7 @@ func defaultStorePath() string {
 // parseClientArgs reads a client's arguments (options, "--", one server)
 // with `udpstp client`'s parser and checks.
 func parseClientArgs(args []string) (*control.ClientConfig, client.Plan, error) {
+	setupCLI() // -h is the client's high-speed delta, not help
 	var cfg *control.ClientConfig
 	var plan client.Plan
 	cmd := getoptCommand(&cli.Command{Name: "client"}, func() []cli.Flag { return flagsFor(forClient) }, func(c *cli.Context) error {

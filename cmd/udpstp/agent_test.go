@@ -3,6 +3,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,4 +42,12 @@ func TestAgentConfigClientOptions(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "agent.toml:3: test[1].servers: ") {
 		t.Errorf("bad server: %v", err)
 	}
+}
+
+// TestAgentSpoolNeedsRemoteStore: --spool with a local store is refused
+// (that store is local already), before anything is opened.
+func TestAgentSpoolNeedsRemoteStore(t *testing.T) {
+	dir := t.TempDir()
+	mustFail(t, exitConfig, []string{"agent", "--store", "sqlite:" + filepath.Join(dir, "r.db"), "--spool", filepath.Join(dir, "s.db")},
+		"--spool is for a remote --store")
 }

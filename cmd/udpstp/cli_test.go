@@ -17,6 +17,7 @@ import (
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/dataphase"
+	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/server"
 )
 
@@ -30,23 +31,22 @@ type result struct {
 	out    string // what went to the app's Writer
 }
 
-// run runs `udpstp args...` in-process with runClient and runServer
-// replaced by recorders, and checks that any error is one line.
+// run runs `udpstp args...` in-process with the client's and the
+// server's runners replaced by recorders, and checks that any error is one line.
 func run(t *testing.T, args ...string) result {
 	t.Helper()
 	var r result
-	oldClient, oldServer := runClient, runServer
-	defer func() { runClient, runServer = oldClient, oldServer }()
-	runClient = func(_ context.Context, cfg *control.ClientConfig, lo localOptions) int {
-		r.client, r.lo = cfg, lo
-		return 0
-	}
-	runServer = func(_ context.Context, cfg *control.ServerConfig, lo localOptions) error {
-		r.server, r.lo = cfg, lo
-		return nil
-	}
 	var out bytes.Buffer
-	app := newApp()
+	app := newAppWith(runners{
+		client: func(_ context.Context, cfg *control.ClientConfig, lo localOptions) int {
+			r.client, r.lo = cfg, lo
+			return 0
+		},
+		server: func(_ context.Context, cfg *control.ServerConfig, lo localOptions) error {
+			r.server, r.lo = cfg, lo
+			return nil
+		},
+	})
 	app.Writer, app.ErrWriter = &out, io.Discard
 	err := app.Run(append([]string{"udpstp"}, args...))
 	r.out = out.String()
@@ -736,10 +736,7 @@ func TestShowRates(t *testing.T) {
 
 // The client's ErrorStatus is the exit status, with no message of ours.
 func TestClientExitStatus(t *testing.T) {
-	old := runClient
-	defer func() { runClient = old }()
-	runClient = func(context.Context, *control.ClientConfig, localOptions) int { return 3 }
-	app := newApp()
+	app := newAppWith(runners{client: func(context.Context, *control.ClientConfig, localOptions) int { return 3 }})
 	app.Writer, app.ErrWriter = io.Discard, io.Discard
 	err := app.Run([]string{"udpstp", "client", "-d", "h"})
 	if exitCode(err) != 3 || err.Error() != "" {
@@ -748,10 +745,7 @@ func TestClientExitStatus(t *testing.T) {
 }
 
 func TestServerError(t *testing.T) {
-	old := runServer
-	defer func() { runServer = old }()
-	runServer = func(context.Context, *control.ServerConfig, localOptions) error { return cli.Exit("bind failed", 75) }
-	app := newApp()
+	app := newAppWith(runners{server: func(context.Context, *control.ServerConfig, localOptions) error { return cli.Exit("bind failed", 75) }})
 	err := app.Run([]string{"udpstp", "server"})
 	if exitCode(err) != 75 {
 		t.Errorf("err = %v, want exit 75", err)
@@ -764,7 +758,7 @@ func TestVersion(t *testing.T) {
 	var first string
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}} {
 		r := run(t, args...)
-		for _, want := range []string{"udpstp " + version + "\n", "\nCommit: ", "\nGo: go1.", "Protocol version: 20", "11-20"} {
+		for _, want := range []string{"udpstp " + buildinfo.Get().Version + "\n", "\nCommit: ", "\nGo: go1.", "Protocol version: 20", "11-20"} {
 			if r.code != 0 || !strings.Contains(r.out, want) {
 				t.Errorf("%q: exit %d, output %q lacks %q", args, r.code, r.out, want)
 			}
@@ -775,8 +769,8 @@ func TestVersion(t *testing.T) {
 			t.Errorf("%q prints %q, version prints %q", args, r.out, first)
 		}
 	}
-	if version == "" {
-		t.Error("version is empty after init")
+	if buildinfo.Get().Version == "" {
+		t.Error("the version is empty")
 	}
 	mustFail(t, exitConfig, []string{"version", "x"}, `"x"`)
 	// -V is the app's, never an option of the test commands: udpst has no

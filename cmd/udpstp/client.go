@@ -7,6 +7,7 @@ package main
 // name, since our long names differ from udpst's letters.
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ import (
 	"github.com/udpstp/udpstp/report"
 )
 
-func clientCommand() *cli.Command {
+// clientCommand is `udpstp client`, which runs its test with run.
+func clientCommand(run func(context.Context, *control.ClientConfig, localOptions) int) *cli.Command {
 	return getoptCommand(&cli.Command{
 		Name:      "client",
 		Usage:     "run a capacity test against a server, like `udpst -u|-d`",
@@ -31,10 +33,10 @@ func clientCommand() *cli.Command {
 			"its letter and a long name; options may come before or after the servers.\n" +
 			"An IPv6 address with a port is written [addr]:port. -? prints this help\n" +
 			"and exits 50, as udpst does; -h is the high-speed delta, help is --help.",
-	}, func() []cli.Flag { return flagsFor(forClient) }, clientAction)
+	}, func() []cli.Flag { return flagsFor(forClient) }, func(c *cli.Context) error { return clientAction(c, run) })
 }
 
-func clientAction(c *cli.Context) error {
+func clientAction(c *cli.Context, run func(context.Context, *control.ClientConfig, localOptions) int) error {
 	v := optionValues{c, forClient}
 	if v.on("show-rates") && !v.on("upstream") && !v.on("downstream") && !v.on("bidirectional") && c.Args().Len() == 0 {
 		// udpst -S prints the table before it asks for a direction or a
@@ -52,7 +54,7 @@ func clientAction(c *cli.Context) error {
 	if v.on("show-rates") {
 		return showRates(c, cfg.NoJumbo, cfg.TraditionalMTU, cfg.Family)
 	}
-	return startClient(c, cfg, lo)
+	return startClient(c, cfg, lo, run)
 }
 
 // clientConfig builds the client's config from its command line.

@@ -8,5 +8,5 @@ import "github.com/urfave/cli/v2"
 // leaves out: `udpstp plot`, which brings gonum's plotting and its fonts;
 // `udpstp history` and `udpstp agent`, which bring the result store.
 func optionalCommands() []*cli.Command {
-	return []*cli.Command{plotCommand(), historyCommand(), agentCommand()}
+	return []*cli.Command{plotCommand(), historyCommand(), agentCommand(), collectorCommand()}
 }

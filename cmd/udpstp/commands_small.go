@@ -6,9 +6,10 @@ package main
 // flash: the server and client with OB-UDPST's command line (also as the
 // drop-in udpst), the rate table, version, man page and completions, and
 // nothing a device running tests does not need. This file is where such
-// parts are left out: today `udpstp plot` (gonum's plotting and fonts,
-// commands_full.go); the web page and the result store are to be left out
-// here too when they come. README.md "Router builds" has the sizes.
+// parts are left out (commands_full.go has them): `udpstp plot` (gonum's
+// plotting and fonts), `udpstp history`, `udpstp agent` and `udpstp
+// collector` (the result store, the web page, Prometheus's client).
+// docs/install.md, "Router builds", has the sizes.
 
 import "github.com/urfave/cli/v2"
 

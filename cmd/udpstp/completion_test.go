@@ -63,7 +63,10 @@ func TestCompletionSyntax(t *testing.T) {
 // space after a completed word (bash: no nospace; zsh: compadd without an
 // empty suffix).
 func TestCompletionWorks(t *testing.T) {
-	processTest(t)
+	if testing.Short() {
+		t.Skip("runs each shell many times (skipped with -short)")
+	}
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "result.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)

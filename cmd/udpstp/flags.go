@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,13 +19,27 @@ import (
 	"github.com/udpstp/udpstp/dataphase"
 )
 
-func init() {
-	// cli's help flag has the alias -h, which is OB-UDPST's high-speed
-	// delta. Worse, cli checks for help by reading every name of HelpFlag
-	// as a bool, so a client's `-h 1` would print help instead of running.
-	// Help is --help; where -h means nothing else, usageError shows help
-	// for it anyway.
-	cli.HelpFlag = &cli.BoolFlag{Name: "help", Usage: "show help", DisableDefaultText: true}
+// cliOnce sets urfave/cli's help and version flags, which it keeps in
+// package variables that every App reads, once, before an App runs
+// (newApp, parseClientArgs).
+var cliOnce sync.Once
+
+func setupCLI() {
+	cliOnce.Do(func() {
+		// cli's help flag has the alias -h, which is OB-UDPST's high-speed
+		// delta. Worse, cli checks for help by reading every name of
+		// HelpFlag as a bool, so a client's `-h 1` would print help
+		// instead of running. Help is --help; where -h means nothing
+		// else, usageError shows help for it anyway.
+		cli.HelpFlag = &cli.BoolFlag{Name: "help", Usage: "show help", DisableDefaultText: true}
+
+		// -V and --version print the version like `udpstp version`. -V
+		// is free: OB-UDPST's udpst has no -V (its getopt string is
+		// above), and its -v is our --verbose.
+		cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"},
+			Usage: "print the version and exit", DisableDefaultText: true}
+		cli.VersionPrinter = func(c *cli.Context) { writeVersion(c.App.Writer) }
+	})
 }
 
 // role says which command takes an option.
@@ -285,7 +300,7 @@ var options = []option{
 		usage: "finish an archive file at `MiB` (compressed)", def: "64",
 		wrongRole: "ERROR: Archive file size only valid when server"},
 	{name: "archive-max-age", role: forServer, kind: text, category: catService,
-		usage: "finish an archive file this `duration` after it was begun: 1h, 10m", def: "1h",
+		usage: "finish an archive file this `duration` after it was begun (readers see finished files only): 1m, 1h", def: "1m",
 		wrongRole: "ERROR: Archive file age only valid when server"},
 	{name: "archive-retention", role: forServer, kind: text, category: catService,
 		usage: "delete finished archive files older than `duration`: 720h (0 = keep them)", def: "0",

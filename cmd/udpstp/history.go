@@ -127,7 +127,20 @@ func historyAction(c *cli.Context) error {
 		}
 		return writeResults(w, format, rs)
 	case "export":
-		return exportResults(ctx, w, st, f)
+		// export is ndjson with each document; csv has no room for a
+		// document: the rows list prints, all of them (--format csv
+		// printed ndjson).
+		switch {
+		case !c.IsSet("format") || format == "ndjson":
+			return exportResults(ctx, w, st, f)
+		case format == "csv":
+			rs, err := st.List(ctx, f)
+			if err != nil {
+				return fmt.Errorf("history export: %w", err)
+			}
+			return writeResults(w, format, rs)
+		}
+		return configError("history export: --format %s: export writes ndjson (each result with its document) or csv (without)", format)
 	}
 	r, err := getResult(ctx, st, args[0], c.String("store"))
 	if err != nil {
@@ -172,17 +185,22 @@ func historyFilter(c *cli.Context, now time.Time) (store.Filter, error) {
 	default:
 		return f, configError("history: unknown --direction %q (up, down or bidirectional)", d)
 	}
+	// A time given always bounds, the zero time (year 1) too; only an
+	// absent option is no bound.
 	for _, o := range []struct {
 		name string
 		dst  *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if s := c.String(o.name); s != "" {
-			t, err := parseWhen(s, now)
-			if err != nil {
-				return f, configError("history: --%s %q: %v", o.name, s, err)
-			}
-			*o.dst = t
+		set  *bool
+	}{{"since", &f.Since, &f.SinceSet}, {"until", &f.Until, &f.UntilSet}} {
+		if !c.IsSet(o.name) {
+			continue
 		}
+		s := c.String(o.name)
+		t, err := parseWhen(s, now)
+		if err != nil {
+			return f, configError("history: --%s %q: %v", o.name, s, err)
+		}
+		*o.dst, *o.set = t, true
 	}
 	return f, nil
 }

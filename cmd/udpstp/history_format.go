@@ -24,34 +24,38 @@ import (
 
 // historyRow is a result as json and ndjson print it.
 type historyRow struct {
-	ID          string          `json:"id"`
-	Origin      string          `json:"origin"`
-	Test        string          `json:"test"`
-	Agent       string          `json:"agent"`
-	Server      string          `json:"server"`
-	Client      string          `json:"client"`
-	Start       *time.Time      `json:"start"`
-	End         *time.Time      `json:"end"`
-	Direction   string          `json:"direction"`
-	Status      string          `json:"status"`
-	ErrorStatus int             `json:"error_status"`
-	Warning     string          `json:"warning"`
-	MaxMbps     *float64        `json:"max_mbps"`
-	SummaryMbps *float64        `json:"summary_mbps"`
-	LossRatio   *float64        `json:"loss_ratio"`
-	RTTMinMs    *float64        `json:"rtt_min_ms"`
-	RTTRangeMs  *float64        `json:"rtt_range_ms"`
-	DelayVarMs  *float64        `json:"delay_var_ms"`
-	LoadedMs    *float64        `json:"loaded_ms"`
-	RPM         *float64        `json:"rpm"`
-	Grade       string          `json:"grade"`
-	Doc         json.RawMessage `json:"doc,omitempty"` // export only
+	ID          string     `json:"id"`
+	Origin      string     `json:"origin"`
+	Test        string     `json:"test"`
+	Agent       string     `json:"agent"`
+	Server      string     `json:"server"`
+	Client      string     `json:"client"`
+	Start       *time.Time `json:"start"`
+	End         *time.Time `json:"end"`
+	Direction   string     `json:"direction"`
+	Status      string     `json:"status"`
+	ErrorStatus int        `json:"error_status"`
+	Warning     string     `json:"warning"`
+	MaxMbps     *float64   `json:"max_mbps"`
+	SummaryMbps *float64   `json:"summary_mbps"`
+	LossRatio   *float64   `json:"loss_ratio"`
+	RTTMinMs    *float64   `json:"rtt_min_ms"`
+	RTTRangeMs  *float64   `json:"rtt_range_ms"`
+	DelayVarMs  *float64   `json:"delay_var_ms"`
+	LoadedMs    *float64   `json:"loaded_ms"`
+	RPM         *float64   `json:"rpm"`
+	Grade       string     `json:"grade"`
+	// CrossMbps and CrossBusy: the probe's line's other traffic
+	// (docs/agent.md, "Cross-traffic"); null: not measured.
+	CrossMbps *float64        `json:"cross_mbps"`
+	CrossBusy bool            `json:"cross_busy"`
+	Doc       json.RawMessage `json:"doc,omitempty"` // export only
 }
 
 // historyColumns are csv's header, in historyRow's order (without doc).
 var historyColumns = []string{"id", "origin", "test", "agent", "server", "client", "start", "end", "direction",
 	"status", "error_status", "warning", "max_mbps", "summary_mbps", "loss_ratio", "rtt_min_ms", "rtt_range_ms",
-	"delay_var_ms", "loaded_ms", "rpm", "grade"}
+	"delay_var_ms", "loaded_ms", "rpm", "grade", "cross_mbps", "cross_busy"}
 
 func rowOf(r *store.Result) historyRow {
 	t := func(v time.Time) *time.Time {
@@ -64,7 +68,8 @@ func rowOf(r *store.Result) historyRow {
 	return historyRow{ID: r.ID, Origin: string(r.Origin), Test: r.Test, Agent: r.Agent, Server: r.Server, Client: r.Client,
 		Start: t(r.Start), End: t(r.End), Direction: r.Direction, Status: string(r.Status), ErrorStatus: r.ErrorStatus,
 		Warning: r.Warning, MaxMbps: r.MaxMbps, SummaryMbps: r.SummaryMbps, LossRatio: r.LossRatio, RTTMinMs: r.RTTMinMs,
-		RTTRangeMs: r.RTTRangeMs, DelayVarMs: r.DelayVarMs, LoadedMs: r.LoadedMs, RPM: r.RPM, Grade: r.Grade}
+		RTTRangeMs: r.RTTRangeMs, DelayVarMs: r.DelayVarMs, LoadedMs: r.LoadedMs, RPM: r.RPM, Grade: r.Grade,
+		CrossMbps: r.CrossMbps, CrossBusy: r.CrossBusy}
 }
 
 // record is the row's CSV fields, historyColumns' order.
@@ -83,7 +88,8 @@ func (h *historyRow) record() []string {
 	}
 	return []string{h.ID, h.Origin, h.Test, h.Agent, h.Server, h.Client, t(h.Start), t(h.End), h.Direction,
 		h.Status, strconv.Itoa(h.ErrorStatus), h.Warning, f(h.MaxMbps), f(h.SummaryMbps), f(h.LossRatio),
-		f(h.RTTMinMs), f(h.RTTRangeMs), f(h.DelayVarMs), f(h.LoadedMs), f(h.RPM), h.Grade}
+		f(h.RTTMinMs), f(h.RTTRangeMs), f(h.DelayVarMs), f(h.LoadedMs), f(h.RPM), h.Grade,
+		f(h.CrossMbps), strconv.FormatBool(h.CrossBusy)}
 }
 
 // writeResults prints rs in format.
@@ -126,7 +132,7 @@ func writeResults(w io.Writer, format string, rs []store.Result) error {
 // for show and plot).
 func writeTable(w io.Writer, rs []store.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "START (UTC)\tTEST\tSERVER\tDIR\tSTATUS\tMAX Mbps\tSUM Mbps\tLOSS\tRTT ms\tLOADED ms\tRPM\tGRADE\tID")
+	fmt.Fprintln(tw, "START (UTC)\tTEST\tSERVER\tDIR\tSTATUS\tMAX Mbps\tSUM Mbps\tLOSS\tRTT ms\tLOADED ms\tRPM\tGRADE\tCROSS Mbps\tID")
 	for i := range rs {
 		r := &rs[i]
 		start := "-"
@@ -137,10 +143,22 @@ func writeTable(w io.Writer, rs []store.Result) error {
 		if r.ErrorStatus != 0 {
 			status += " " + strconv.Itoa(r.ErrorStatus)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", start, dash(r.Test), dash(r.Server), dash(r.Direction), status,
-			num(r.MaxMbps, 2), num(r.SummaryMbps, 2), sci(r.LossRatio), num(r.RTTMinMs, 0), num(r.LoadedMs, 0), num(r.RPM, 0), dash(r.Grade), r.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", start, dash(r.Test), dash(r.Server), dash(r.Direction), status,
+			num(r.MaxMbps, 2), num(r.SummaryMbps, 2), sci(r.LossRatio), num(r.RTTMinMs, 0), num(r.LoadedMs, 0), num(r.RPM, 0), dash(r.Grade), crossText(r), r.ID)
 	}
 	return tw.Flush()
+}
+
+// crossText is the table's cross-traffic cell: "-" unmeasured, the rate,
+// and "busy" when it was above the agent's threshold.
+func crossText(r *store.Result) string {
+	if r.CrossMbps == nil {
+		return "-"
+	}
+	if r.CrossBusy {
+		return num(r.CrossMbps, 1) + " busy"
+	}
+	return num(r.CrossMbps, 1)
 }
 
 func dash(s string) string {
@@ -250,6 +268,13 @@ func showResult(w io.Writer, r *store.Result) error {
 	line("Round trip under load", ms(r.LoadedMs))
 	if r.RPM != nil {
 		line("Responsiveness", fmt.Sprintf("%s RPM (%s)", num(r.RPM, 0), r.Grade))
+	}
+	if r.CrossMbps != nil {
+		busy := ""
+		if r.CrossBusy {
+			busy = " (above the agent's threshold: the test shared its line)"
+		}
+		line("Other traffic on the line", num(r.CrossMbps, 1)+" Mbit/s"+busy)
 	}
 	if len(r.Doc) == 0 {
 		b.WriteString("\nNo JSON document: no test ran.\n")

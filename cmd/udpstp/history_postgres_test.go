@@ -2,19 +2,19 @@
 
 package main
 
-// internal/pgtest runs PostgreSQL as another user: Linux only.
+// internal/testkit/pgtest runs PostgreSQL as another user: Linux only.
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/pgtest"
+	"github.com/udpstp/udpstp/internal/testkit/pgtest"
 	"github.com/udpstp/udpstp/store"
 )
 
 // TestHistoryPostgres runs the history tests on a PostgreSQL store (a
-// throw-away cluster: internal/pgtest).
+// throw-away cluster: internal/testkit/pgtest).
 func TestHistoryPostgres(t *testing.T) {
 	c := pgtest.Start(t)
 	spec := c.NewDatabase(t)

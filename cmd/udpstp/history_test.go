@@ -21,7 +21,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 	"github.com/udpstp/udpstp/store"
 )
 
@@ -239,6 +239,14 @@ func historyFilters(t *testing.T, s *seeded) {
 	until := s.rows[2].Start.Format(time.RFC3339)
 	want([]string{"--until", until}, func(i int, _ *store.Result) bool { return i > 2 })
 	want([]string{"--since", "1d", "--until", until, "--limit", "1"}, func(i int, _ *store.Result) bool { return i == 3 })
+	// A time given always bounds, the zero time (year 1) too: nothing
+	// started before it, nothing after the far future. Only an absent
+	// flag means no bound (docs/history.md).
+	none := func(int, *store.Result) bool { return false }
+	want([]string{"--until", "0001-01-01T00:00:00Z"}, none)
+	want([]string{"--until", "0001-01-01T01:00:00+01:00"}, none) // the same instant
+	want([]string{"--since", "9999-12-31T23:59:59Z"}, none)
+	want([]string{"--since", "0001-01-01T00:00:00Z"}, func(int, *store.Result) bool { return true })
 }
 
 func TestHistoryShowExportPlot(t *testing.T) { historyShowExportPlot(t, seedSQLite(t)) }
@@ -285,6 +293,14 @@ func historyShowExportPlot(t *testing.T, s *seeded) {
 	r = run(t, "history", "export", "--store", s.spec, "--direction", "up")
 	if n := strings.Count(r.out, "\n"); r.code != 0 || n != 1 {
 		t.Errorf("export --direction up: exit %d, %d lines", r.code, n)
+	}
+	// --format csv: csv (it printed ndjson), a header and every row.
+	r = run(t, "history", "export", "--format", "csv", "--store", s.spec)
+	if recs, err := csv.NewReader(strings.NewReader(r.out)).ReadAll(); r.code != 0 || err != nil || len(recs) != len(s.rows)+1 || recs[0][0] != "id" {
+		t.Errorf("export --format csv: exit %d %q, %d records, %v:\n%.300s", r.code, r.msg, len(recs), err, r.out)
+	}
+	if r = run(t, "history", "export", "--format", "table", "--store", s.spec); r.code == 0 {
+		t.Errorf("export --format table: exit 0")
 	}
 
 	// plot: PNG to a file, SVG to standard output.

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,8 +12,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/udpstp/udpstp/server"
 	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/control"
+	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/server"
 )
 
 // Exit codes shared by every subcommand. exitConfig, exitKeyFile and exitInit
@@ -25,14 +29,28 @@ const (
 	exitInit    = server.ExitInit
 )
 
-func newApp() *cli.App {
+// runners are what `udpstp server` and `udpstp client` run once their
+// command line is read: the service (serve) and a test (runTest). Tests
+// pass recorders (newAppWith) to see exactly what a command line produced
+// without running anything.
+type runners struct {
+	server func(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error
+	client func(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int
+}
+
+// newApp is the udpstp command.
+func newApp() *cli.App { return newAppWith(runners{server: serve, client: runTest}) }
+
+// newAppWith is the udpstp command, whose server and client run with run.
+func newAppWith(run runners) *cli.App {
+	setupCLI() // --help, --version and -V (flags.go)
 	return &cli.App{
 		Name:                 "udpstp",
 		Usage:                "UDP Speed Test Protocol (RFC 9946) server and client",
-		Version:              version, // --version and -V (version.go)
+		Version:              buildinfo.Get().Version, // --version and -V (version.go)
 		EnableBashCompletion: true,
 		Suggest:              true,
-		Commands: slices.Concat([]*cli.Command{serverCommand(), clientCommand(), ratesCommand()},
+		Commands: slices.Concat([]*cli.Command{serverCommand(run.server), clientCommand(run.client), ratesCommand()},
 			optionalCommands(), // plot, left out of the small build (commands_small.go)
 			[]*cli.Command{versionCommand(), completionCommand(), manCommand()}),
 		OnUsageError: usageError,
@@ -78,6 +96,7 @@ func unknownCommand(c *cli.Context) error {
 }
 
 func main() {
+	linkVersion()
 	if isDropIn(os.Args[0]) { // OB-UDPST's command line (udpst.go)
 		os.Exit(runUdpst(os.Args, os.Stdout, os.Stderr))
 	}

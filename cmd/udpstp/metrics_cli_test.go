@@ -1,14 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"net"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 )
 
 // TestMetricsOptions: --metrics-listen takes ADDR:PORT with both given
@@ -45,27 +39,5 @@ func TestMetricsOptions(t *testing.T) {
 	dir := t.TempDir()
 	if c, _ := mustClient(t, "-d", "h", "--textfile", filepath.Join(dir, "x.prom")); c.TextFile != filepath.Join(dir, "x.prom") {
 		t.Errorf("--textfile: %q", c.TextFile)
-	}
-}
-
-// TestMetricsListenTaken: an endpoint address in use is a start error,
-// one line and exit 75, before the control sockets exist.
-func TestMetricsListenTaken(t *testing.T) {
-	processTest(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, udpstpBin, "server", "-p", "1", "--metrics-listen", l.Addr().String(), "127.0.0.1")
-	cmd.Stderr = &stderr
-	err = cmd.Run()
-	msg := strings.TrimSpace(stderr.String())
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInit || strings.Count(msg, "\n") != 0 ||
-		!strings.Contains(msg, "--metrics-listen") || !strings.Contains(msg, "address already in use") {
-		t.Errorf("exit %v, want %d with one line naming the option: %q", err, exitInit, msg)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // TestRatesGolden compares our table with `udpst -S` in each variant, from

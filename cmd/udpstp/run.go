@@ -2,8 +2,8 @@ package main
 
 // The seam between the command lines and the work: the Actions of
 // `udpstp server` and `udpstp client` build a control config and hand it
-// to runServer or runClient, which are variables so that tests can see
-// exactly what a command line produced without running a test.
+// to the runners the app was built with (newAppWith): serve and runTest,
+// or a test's recorders.
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/internal/buildinfo"
+	"github.com/udpstp/udpstp/internal/enginenet"
 	"github.com/udpstp/udpstp/server"
 )
 
@@ -34,21 +35,23 @@ type localOptions struct {
 	Drain <-chan struct{}
 }
 
-// runServer runs `udpstp server` until ctx is cancelled (SIGINT/SIGTERM) or, with -1, the first Test Connection ends.
-var runServer = serve
-
-// serve runs the server service (package server).
+// serve runs the server service (package server) until ctx is cancelled
+// (SIGINT/SIGTERM) or, with -1, the first Test Connection ends; SIGHUP
+// reloads its key file (server.Config.Reload).
 func serve(ctx context.Context, cfg *control.ServerConfig, lo localOptions) error {
-	return server.Serve(ctx, cfg, server.Config{Service: lo.Service, NoGSO: lo.NoGSO, Drain: lo.Drain})
+	reload, stopReloads := reloadRequests()
+	defer stopReloads()
+	sc := serverProcess(lo)
+	sc.Reload = reload
+	return server.Serve(ctx, cfg, sc)
 }
 
-// runClient runs one test and returns the process exit status (OB-UDPST's ErrorStatus).
-var runClient = runTest
-
-// runTest runs one test (package client) on the engine's sockets.
+// runTest runs one test (package client) on the engine's sockets and
+// returns the process exit status (OB-UDPST's ErrorStatus).
 func runTest(ctx context.Context, cfg *control.ClientConfig, lo localOptions) int {
 	ux := newClientUX(cfg, lo, os.Stdout, os.Stderr)
-	net, closeNet := server.NewClientNet(lo.NoGSO, cfg.ShowErrors, ux.log)
+	net, closeNet := enginenet.NewClient(enginenet.Options{NoGSO: lo.NoGSO, ShowErrors: cfg.ShowErrors, Log: ux.log,
+		Env: enginenet.ReadEnv(os.Getenv)})
 	defer closeNet()
 	status := client.Run(ctx, cfg, client.Options{Network: net, Out: ux.out, Stderr: ux.stderr, Observe: ux.observe,
 		Version: buildinfo.Get().Version, Optimizations: socketPath(lo.NoGSO), Plan: lo.Plan})
@@ -83,11 +86,12 @@ func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
 // startServer runs the server with cfg until it ends: the first SIGTERM
 // drains it (server.Config.Drain), SIGINT or a second SIGTERM stops it at
 // once.
-func startServer(c *cli.Context, cfg *control.ServerConfig, lo localOptions) error {
+func startServer(c *cli.Context, cfg *control.ServerConfig, lo localOptions,
+	run func(context.Context, *control.ServerConfig, localOptions) error) error {
 	ctx, drain, stop := serverSignals(c.Context)
 	defer stop()
 	lo.Drain = drain
-	return runServer(ctx, cfg, lo)
+	return run(ctx, cfg, lo)
 }
 
 // serverSignals returns a context that SIGINT or a second SIGTERM cancels,
@@ -119,10 +123,11 @@ func serverSignals(parent context.Context) (context.Context, <-chan struct{}, fu
 
 // startClient runs the test of cfg and exits with its ErrorStatus; the
 // client has printed its own messages, so the exit carries none.
-func startClient(c *cli.Context, cfg *control.ClientConfig, lo localOptions) error {
+func startClient(c *cli.Context, cfg *control.ClientConfig, lo localOptions,
+	run func(context.Context, *control.ClientConfig, localOptions) int) error {
 	ctx, stop := signalContext(c)
 	defer stop()
-	if status := runClient(ctx, cfg, lo); status != 0 {
+	if status := run(ctx, cfg, lo); status != 0 {
 		return cli.Exit("", status)
 	}
 	return nil

@@ -5,6 +5,7 @@ package main
 // parameters; client-only options are refused with OB-UDPST's message.
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -14,7 +15,8 @@ import (
 	"github.com/udpstp/udpstp/server"
 )
 
-func serverCommand() *cli.Command {
+// serverCommand is `udpstp server`, which runs the service with run.
+func serverCommand(run func(context.Context, *control.ServerConfig, localOptions) error) *cli.Command {
 	return getoptCommand(&cli.Command{
 		Name:      "server",
 		Usage:     "answer capacity tests from clients, like `udpst` without -u/-d",
@@ -25,10 +27,10 @@ func serverCommand() *cli.Command {
 			"its letter and a long name; options may come before or after the addresses.\n" +
 			"An IPv6 address with a port is written [addr]:port. -? prints this help and\n" +
 			"exits 50, as udpst does; help is --help.",
-	}, func() []cli.Flag { return flagsFor(forServer) }, serverAction)
+	}, func() []cli.Flag { return flagsFor(forServer) }, func(c *cli.Context) error { return serverAction(c, run) })
 }
 
-func serverAction(c *cli.Context) error {
+func serverAction(c *cli.Context, run func(context.Context, *control.ServerConfig, localOptions) error) error {
 	v := optionValues{c, forServer}
 	cfg, lo, err := serverConfig(v)
 	if err != nil {
@@ -37,7 +39,7 @@ func serverAction(c *cli.Context) error {
 	if v.on("show-rates") {
 		return showRates(c, cfg.NoJumbo, cfg.TraditionalMTU, cfg.Family)
 	}
-	return startServer(c, cfg, lo)
+	return startServer(c, cfg, lo, run)
 }
 
 // serverConfig builds the server's config from its command line.

@@ -12,9 +12,6 @@ import (
 	"github.com/udpstp/udpstp/server"
 )
 
-// The server's messages name options as the option table does.
-func init() { server.OptionName = func(name string) string { return opt(name).String() } }
-
 // serviceOpts reads the service options of a server command line.
 func serviceOpts(v optionValues) (server.Options, error) {
 	so := server.DefaultOptions()

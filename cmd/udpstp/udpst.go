@@ -19,10 +19,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/udpstp/udpstp/control"
 	"github.com/urfave/cli/v2"
+
+	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
 // dropInName is the name under which udpstp behaves as OB-UDPST's udpst.
@@ -61,27 +65,79 @@ func (e getoptError) Error() string { return e.msg }
 // (RFC 9946 leaves the command line to implementations): -u with -d is
 // refused, a server takes at most one address.
 func udpstArgs(in []string) (args []string, usage bool, err error) {
+	args, usage, _, err = udpstArgsNoted(in)
+	return args, usage, err
+}
+
+// udpstArgsNoted is udpstArgs, with the lines to print on standard error
+// where it read an option as an older OB-UDPST release meant it
+// (legacySubInterval).
+func udpstArgsNoted(in []string) (args []string, usage bool, notes []string, err error) {
+	args, usage, subInt, err := udpstArgsAt(in)
+	if err != nil || subInt < 0 {
+		return args, usage, nil, err
+	}
+	v, note := legacySubInterval(args[subInt])
+	args[subInt] = v
+	if note != "" {
+		notes = append(notes, note)
+	}
+	return args, usage, notes, nil
+}
+
+// legacySubInterval reads -P's value as OB-UDPST 8.x scripts write it:
+// releases 7.x and 8.x took the Sub-Interval period in seconds (1-10),
+// 9.0.0 takes it in ms (100-10000), and refuses every value of the
+// older range. A value below 100 is therefore never 9.0.0's: 1-10 are
+// taken as 8.x's seconds, 11-99 are left to the range check (out of range
+// in both units), each with a line that says so (docs/compatibility.md,
+// "Options of older releases").
+func legacySubInterval(v string) (string, string) {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil || n < 1 || n >= control.MinSubIntPeriod:
+		return v, ""
+	case n <= legacyMaxSubIntSec:
+		return strconv.Itoa(n * 1000), fmt.Sprintf("udpst: -P %d read as %d s (OB-UDPST 8.x's unit), %d ms: OB-UDPST 9.0.0 takes -P in ms (%d-%d)",
+			n, n, n*1000, control.MinSubIntPeriod, control.MaxSubIntPeriod)
+	default:
+		return v, fmt.Sprintf("udpst: -P %d is neither ms (OB-UDPST 9.0.0: %d-%d) nor seconds (OB-UDPST 8.x: 1-%d)",
+			n, control.MinSubIntPeriod, control.MaxSubIntPeriod, legacyMaxSubIntSec)
+	}
+}
+
+// legacyMaxSubIntSec is the longest Sub-Interval period of OB-UDPST 7.x
+// and 8.x, in seconds.
+const legacyMaxSubIntSec = 10
+
+// udpstArgsAt is udpstArgs, also giving the index in args of the client's
+// -P value (the last one, which getopt's reader keeps), -1 without one.
+func udpstArgsAt(in []string) (args []string, usage bool, subInt int, err error) {
+	subInt = -1
 	flags := letterFlags()
 	takes := takesValue(flags)
 	p := permute(in, flags)
 	if p.help { // --help or -help: getopt has no long options
-		return nil, false, getoptError{"invalid option -- '-'"}
+		return nil, false, -1, getoptError{"invalid option -- '-'"}
 	}
 	var up, down bool
 	for i := 0; i < len(p.opts); i++ {
 		s := p.opts[i]
 		if strings.HasPrefix(s, "--") {
-			return nil, false, getoptError{"invalid option -- '-'"}
+			return nil, false, -1, getoptError{"invalid option -- '-'"}
 		}
 		_, size := utf8.DecodeRuneInString(s[1:])
 		name := s[1 : 1+size]
 		value, known := takes[name]
 		switch {
 		case !known:
-			return nil, false, getoptError{fmt.Sprintf("invalid option -- '%s'", name)}
+			return nil, false, -1, getoptError{fmt.Sprintf("invalid option -- '%s'", name)}
 		case len(s) > 1+size: // "-v=x", which Go's flag package reads; getopt does not
-			return nil, false, getoptError{fmt.Sprintf("invalid option -- '%c'", s[1+size])}
+			return nil, false, -1, getoptError{fmt.Sprintf("invalid option -- '%c'", s[1+size])}
 		case value:
+			if name == "P" && i+1 < len(p.opts) {
+				subInt = i + 1
+			}
 			i++
 		case name == "u":
 			up = true
@@ -90,31 +146,39 @@ func udpstArgs(in []string) (args []string, usage bool, err error) {
 		}
 	}
 	if p.missing != "" {
-		return nil, false, getoptError{fmt.Sprintf("option requires an argument -- '%s'", p.missing)}
+		return nil, false, -1, getoptError{fmt.Sprintf("option requires an argument -- '%s'", p.missing)}
 	}
 	if p.usage {
-		return nil, true, nil
+		return nil, true, -1, nil
 	}
 	role := "server"
 	switch {
 	case up && down:
 		// udpstp client reads -u -d as --bidirectional; udpst refuses it.
-		return nil, false, configError("ERROR: Upstream and Downstream options are mutually exclusive")
+		return nil, false, -1, configError("ERROR: Upstream and Downstream options are mutually exclusive")
 	case (up || down) && len(p.args) == 0:
 		// udpst says so before it reads any other option.
-		return nil, false, configError("ERROR: Server hostname or IP address required when client")
+		return nil, false, -1, configError("ERROR: Server hostname or IP address required when client")
 	case up || down:
 		role = "client"
 	case len(p.args) > 1:
-		return nil, false, configError("ERROR: Server only allows one local bind address or hostname")
+		return nil, false, -1, configError("ERROR: Server only allows one local bind address or hostname")
 	}
-	return append([]string{role}, p.tokens()...), false, nil
+	if role != "client" { // a server refuses -P whatever its value
+		subInt = -1
+	} else if subInt >= 0 {
+		subInt++ // after role
+	}
+	return append([]string{role}, p.tokens()...), false, subInt, nil
 }
 
 // runUdpst runs udpstp as udpst with argv (argv[0] included) and returns
 // the exit status.
 func runUdpst(argv []string, stdout, stderr io.Writer) int {
-	args, usage, err := udpstArgs(argv[1:])
+	args, usage, notes, err := udpstArgsNoted(argv[1:])
+	for _, n := range notes {
+		fmt.Fprintln(stderr, n)
+	}
 	if ge, ok := err.(getoptError); ok {
 		fmt.Fprintf(stderr, "%s: %s\n", argv[0], ge.msg)
 		usage = true
@@ -141,7 +205,7 @@ func runUdpst(argv []string, stdout, stderr io.Writer) int {
 // option OB-UDPST has, by its letter, with our help text; (c) and (s)
 // mark the options of one role, as in udpst's usage.
 func writeUdpstUsage(w io.Writer, argv0 string) {
-	fmt.Fprintf(w, "udpstp %s as udpst (OB-UDPST's command line)\n", version)
+	fmt.Fprintf(w, "udpstp %s as udpst (OB-UDPST's command line)\n", buildinfo.Get().Version)
 	fmt.Fprintf(w, "Usage: %s [option]... [server[:<port>]]...\n\n", argv0)
 	fmt.Fprintln(w, "With -u or -d: a client, testing upstream or downstream against the servers")
 	fmt.Fprintln(w, "(at least one). Without: a server, on the local address given or on all.")

@@ -11,24 +11,18 @@ import (
 	"github.com/udpstp/udpstp/internal/buildinfo"
 )
 
-// version is udpstp's release and commit the commit it was built from.
-// Builds may set them with -ldflags "-X main.version=1.2.3 -X
+// version and commit are udpstp's release and the commit it was built
+// from, as a build gives them with -ldflags "-X main.version=1.2.3 -X
 // main.commit=..." (the Makefile does, from git); those win. Left empty,
 // they are what Go recorded in the binary (so a `go install ...@v1.2.3`
-// binary says v1.2.3), else "devel" and unknown. init resolves version
-// once, so every use of it reads the final value.
+// binary says v1.2.3), else "devel" and unknown. main hands them to
+// internal/buildinfo first thing (linkVersion), and every use reads
+// buildinfo.Get().
 var version, commit string
 
-func init() {
+// linkVersion hands the linker's values to internal/buildinfo.
+func linkVersion() {
 	buildinfo.SetLinked(buildinfo.Linked{Version: version, Commit: commit})
-	version = buildinfo.Get().Version
-
-	// -V and --version print the version like `udpstp version`. -V is
-	// free: OB-UDPST's udpst has no -V (its getopt string is in
-	// flags.go), and its -v is our --verbose.
-	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"},
-		Usage: "print the version and exit", DisableDefaultText: true}
-	cli.VersionPrinter = func(c *cli.Context) { writeVersion(c.App.Writer) }
 }
 
 // versionCommand prints our version and the protocol versions we speak,

@@ -88,6 +88,14 @@ func Append(path string, perm fs.FileMode) (*os.File, error) {
 	return open(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
 }
 
+// Open opens the regular file at path for reading (flag os.O_RDONLY, or
+// os.O_RDWR to cut it short), under Create's rules: a file someone else
+// may have planted (a key, a file a crash left) is read only if it is
+// one, never through a link nor by waiting for a FIFO's writer.
+func Open(path string, flag int) (*os.File, error) {
+	return open(path, flag&^(os.O_CREATE|os.O_TRUNC|os.O_APPEND), 0)
+}
+
 // open opens path with flag, neither through a symbolic link nor waiting
 // for a FIFO's reader, and returns it only if what it opened is a regular
 // file the rules allow.

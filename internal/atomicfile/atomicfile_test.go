@@ -100,8 +100,8 @@ func bounded(t *testing.T, what string, f func() error) error {
 	}
 }
 
-// TestRefusesWhatIsNotAFile: Write, Create, Check and CheckOpen each
-// refuse a symbolic link (to a root-only file, left untouched), a FIFO
+// TestRefusesWhatIsNotAFile: Write, Create, Check, CheckOpen and Open
+// each refuse a symbolic link (to a root-only file, left untouched), a FIFO
 // (without blocking) and a directory, naming what is there.
 func TestRefusesWhatIsNotAFile(t *testing.T) {
 	ops := map[string]func(string) error{
@@ -109,6 +109,7 @@ func TestRefusesWhatIsNotAFile(t *testing.T) {
 		"Create":    func(p string) error { f, err := Create(p, 0o644); closeIf(f); return err },
 		"Check":     Check,
 		"CheckOpen": CheckOpen,
+		"Open":      func(p string) error { f, err := Open(p, os.O_RDONLY); closeIf(f); return err },
 	}
 	for op, do := range ops {
 		dir, victim, planted := hostile(t)
@@ -189,6 +190,7 @@ func TestForeignFileInStickyDirectory(t *testing.T) {
 		"Create":    func(p string) error { f, err := Create(p, 0o644); closeIf(f); return err },
 		"Check":     Check,
 		"CheckOpen": CheckOpen,
+		"Open":      func(p string) error { f, err := Open(p, os.O_RDONLY); closeIf(f); return err },
 	} {
 		if err := do(theirs); !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), "uid 54321") {
 			t.Errorf("%s over another user's file in a sticky directory: %v", op, err)

@@ -2,9 +2,10 @@
 // namespace: /proc/net/snmp (IP, ICMP, TCP, UDP: a line of names, then a
 // line of values, each starting with the table's name, "Udp:") and
 // /proc/net/snmp6 (one "Udp6RcvbufErrors 42" line per counter). The
-// server's metrics (metrics/netns.go), the network lab (netlab.Counters)
-// and the capacity benchmark read them through Parse, so the layout is
-// known in one place.
+// server's metrics (metrics/netns.go), the client's reassembly count
+// (client/reassembly.go), the network lab (netlab.Counters) and the
+// capacity benchmark read them through Parse, so the layout is known in
+// one place; ReadSelf reads the process's own namespace.
 package netstat
 
 import (
@@ -21,10 +22,18 @@ type Counters map[string]int64
 
 // Keys of the counters the repository reads.
 const (
+	UDPInDatagrams   = "Udp:InDatagrams"  // IPv4: datagrams delivered to a socket
+	UDPOutDatagrams  = "Udp:OutDatagrams" // IPv4: datagrams sent
 	UDPRcvbufErrors  = "Udp:RcvbufErrors" // IPv4: a full receive buffer dropped a datagram
 	UDPSndbufErrors  = "Udp:SndbufErrors" // IPv4: a full send buffer refused one
 	UDP6RcvbufErrors = "Udp6RcvbufErrors" // IPv6: the same
 	UDP6SndbufErrors = "Udp6SndbufErrors" // IPv6: the same
+
+	// Reassembly: every failure, and the timed-out queues among them.
+	IPReasmFails    = "Ip:ReasmFails"   // IPv4: a datagram's fragments dropped or its queue expired
+	IPReasmTimeout  = "Ip:ReasmTimeout" // IPv4: queues expired (net.ipv4.ipfrag_time)
+	IP6ReasmFails   = "Ip6ReasmFails"   // IPv6: the same
+	IP6ReasmTimeout = "Ip6ReasmTimeout" // IPv6: the same
 )
 
 // Parse reads the text of /proc/net/snmp, /proc/net/snmp6, or both one
@@ -65,4 +74,19 @@ func Parse(text string) (Counters, error) {
 		}
 	}
 	return m, nil
+}
+
+// ReassemblyDrops are the reassembly failures of IPv4 (or, with v6, of
+// IPv6) that were not timeouts: fragments dropped because the namespace's
+// reassembly memory (net.ipv4.ipfrag_high_thresh) was full, or datagrams
+// that could not be put together. A queue that timed out counts in both
+// ReasmFails and ReasmTimeout, so the difference only grows. ok says
+// whether the family's counters were there.
+func (c Counters) ReassemblyDrops(v6 bool) (n int64, ok bool) {
+	fails, timeouts := IPReasmFails, IPReasmTimeout
+	if v6 {
+		fails, timeouts = IP6ReasmFails, IP6ReasmTimeout
+	}
+	f, ok := c[fails]
+	return f - c[timeouts], ok
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/udpstp/udpstp/report/resultdoc"
 )
 
 // Kind is what a result file holds.
@@ -45,19 +47,6 @@ type Run struct {
 	Problem          string // why a test or half has nothing to draw, "" if every one has
 }
 
-// rawTop is what tells the three kinds apart.
-type rawTop struct {
-	Upstream, Downstream json.RawMessage
-	Runs                 []json.RawMessage
-	Aggregate            *struct{ RunsRequested float64 }
-	Udpstp               *struct {
-		Bidirectional *struct {
-			IdleSubIntervals float64
-			StartOffset      float64
-		}
-	} `json:"udpstp"`
-}
-
 // ReadDocFile reads the result file at path as ReadDoc does.
 func ReadDocFile(path string) (*Doc, error) { return readFile(path, ReadDoc) }
 
@@ -70,14 +59,15 @@ func ReadDoc(rd io.Reader) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	var top rawTop
 	trimmed := bytes.TrimSpace(b)
-	if len(b) <= MaxFileSize && len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &top) == nil {
+	if len(b) <= MaxFileSize && len(trimmed) > 0 && trimmed[0] == '{' {
+		top, err := resultdoc.Decode(trimmed)
 		switch {
-		case top.Runs != nil:
-			return readRepeat(&top)
-		case top.Upstream != nil || top.Downstream != nil:
-			run, err := readPair(&top)
+		case err != nil:
+		case top.Kind() == resultdoc.Repeat:
+			return readRepeat(top)
+		case top.Kind() == resultdoc.Bidirectional:
+			run, err := readPair(top)
 			if err != nil {
 				return nil, err
 			}
@@ -92,7 +82,7 @@ func ReadDoc(rd io.Reader) (*Doc, error) {
 	return &Doc{Kind: Single, Runs: []Run{{N: 1, Tests: []*Result{r}, Status: r.Status}}, Requested: 1}, nil
 }
 
-func readRepeat(top *rawTop) (*Doc, error) {
+func readRepeat(top *resultdoc.Document) (*Doc, error) {
 	d := &Doc{Kind: Repeat, Requested: len(top.Runs)}
 	if top.Aggregate != nil {
 		d.Requested = max(finiteInt(top.Aggregate.RunsRequested), len(top.Runs))
@@ -100,12 +90,12 @@ func readRepeat(top *rawTop) (*Doc, error) {
 	drawable := false
 	for i, raw := range top.Runs {
 		var run Run
-		var inner rawTop
-		if err := json.Unmarshal(raw, &inner); err != nil {
+		inner, err := resultdoc.Decode(raw)
+		if err != nil {
 			return nil, fmt.Errorf("run %d: not a valid test result: %w", i+1, jsonError(err))
 		}
 		if inner.Upstream != nil || inner.Downstream != nil {
-			r, err := readPair(&inner)
+			r, err := readPair(inner)
 			if err != nil && !errors.Is(err, ErrNoResults) {
 				return nil, fmt.Errorf("run %d: %w", i+1, err)
 			}
@@ -132,9 +122,8 @@ func readOne(raw json.RawMessage) Run {
 	r, err := Read(bytes.NewReader(raw))
 	if err != nil {
 		run := Run{Problem: err.Error()}
-		var st struct{ ErrorStatus *float64 }
-		if json.Unmarshal(raw, &st) == nil && st.ErrorStatus != nil {
-			run.Status = finiteInt(*st.ErrorStatus)
+		if st, ok := resultdoc.ErrorStatusOf(raw); ok {
+			run.Status = finiteInt(st)
 		}
 		return run
 	}
@@ -143,7 +132,7 @@ func readOne(raw json.RawMessage) Run {
 
 // readPair reads a --bidirectional pair; a half without Sub-Intervals is
 // named in Problem, and a pair with neither is ErrNoResults.
-func readPair(top *rawTop) (Run, error) {
+func readPair(top *resultdoc.Document) (Run, error) {
 	var run Run
 	if b := top.Udpstp; b != nil && b.Bidirectional != nil {
 		run.Offset = finite(b.Bidirectional.StartOffset)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // Real results of udpstp's --bidirectional and --repeat on loopback

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // svgDoc is what the structure test reads of an SVG: every text, and every

@@ -18,6 +18,8 @@ import (
 	"math"
 	"os"
 	"strings"
+
+	"github.com/udpstp/udpstp/report/resultdoc"
 )
 
 // MaxFileSize bounds what Read takes in: a 24-connection, 3600 s test at
@@ -98,65 +100,6 @@ func (r *Result) Direction() string {
 	return "Downstream"
 }
 
-// The document as encoding/json sees it. Pointers tell a missing key from
-// a zero; numbers are float64 throughout, so that no value a producer
-// writes (or a corrupt file holds) overflows a field.
-type (
-	rawDoc struct {
-		IPLayerCapSupported *struct{ SoftwareVersion string }
-		Input               *rawInput
-		Output              *rawOutput
-		ErrorStatus         *float64
-		ErrorMessage        string
-		ErrorMessage2       string
-		Udpstp              *struct {
-			Connections []rawConn
-			Delays      []rawInterval // to the µs, per aggregate Sub-Interval
-		} `json:"udpstp"`
-		// Keys of OB-UDPST's server statistics file (-G), to say what
-		// the file is instead of only what it is not.
-		DataRecords json.RawMessage `json:"data_records"`
-	}
-	rawInput struct {
-		Role                string
-		Host                string
-		NumberOfConnections float64
-		TestType            string
-		IPDVEnable          float64
-		TestSubInterval     float64
-		LowerThresh         float64
-		UpperThresh         float64
-	}
-	rawOutput struct {
-		BOMTime           string
-		IncrementalResult []rawInterval
-		AtMax             *rawMax
-		ModalResult       []rawMax
-	}
-	rawInterval struct {
-		Interval                                   float64
-		Seconds                                    float64
-		TimeOfSubInterval                          string
-		ActiveConnections                          float64
-		IPLayerCapacity                            float64
-		LossCount, ReorderedCount, ReplicatedCount float64
-		RTTMin, RTTAvg, RTTMax                     float64
-		PDVMin, PDVAvg, PDVMax                     float64
-	}
-	rawMax struct {
-		Mode               float64
-		TimeOfMax          string
-		MaxIPLayerCapacity float64
-	}
-	rawConn struct {
-		Connection                                 float64
-		IPLayerCapacity                            []float64
-		LossCount, ReorderedCount, ReplicatedCount []float64
-		SendingRateIndex                           []float64
-		SendingRateMbps                            []float64
-	}
-)
-
 // ErrNoResults is wrapped by Read's error for a result without Sub-Interval
 // figures: a test that failed before any, or ran with -s.
 var ErrNoResults = errors.New("no Sub-Interval results to plot")
@@ -197,11 +140,11 @@ func Read(rd io.Reader) (*Result, error) {
 	if b[0] != '{' {
 		return nil, errors.New("not a test result: a udpst or udpstp result is a JSON object (-f json, jsonb, jsonf or --output)")
 	}
-	var raw rawDoc
-	if err := json.Unmarshal(b, &raw); err != nil {
+	raw, err := resultdoc.DecodeTest(b)
+	if err != nil {
 		return nil, fmt.Errorf("not a valid test result: %w", jsonError(err))
 	}
-	return raw.result()
+	return result(raw)
 }
 
 // jsonError makes encoding/json's messages say where in the document.
@@ -233,7 +176,7 @@ func kindName(k string) string {
 	return "a " + k
 }
 
-func (raw *rawDoc) result() (*Result, error) {
+func result(raw *resultdoc.Test) (*Result, error) {
 	if raw.ErrorStatus == nil {
 		if raw.DataRecords != nil {
 			return nil, errors.New("this is OB-UDPST's server statistics file (-G), not a test result")
@@ -297,7 +240,7 @@ func (raw *rawDoc) result() (*Result, error) {
 
 // fineDelays puts udpstp's delay variations to the µs in place of the
 // whole milliseconds, when the file has them for every Sub-Interval.
-func (r *Result) fineDelays(fine []rawInterval) {
+func (r *Result) fineDelays(fine []resultdoc.Interval) {
 	if len(fine) != len(r.Intervals) {
 		return
 	}
@@ -331,8 +274,8 @@ func (r *Result) fillSeconds() {
 
 // maximum finds the Sub-Interval a maximum was measured in: the one whose
 // time OB-UDPST copied into TimeOfMax, else the first with that capacity.
-func (r *Result) maximum(m *rawMax, mode int) Maximum {
-	mx := Maximum{Mode: finiteInt(m.Mode), Capacity: finite(m.MaxIPLayerCapacity), Time: m.TimeOfMax, Index: -1}
+func (r *Result) maximum(m *resultdoc.Maximum, mode int) Maximum {
+	mx := Maximum{Mode: finiteInt(resultdoc.Num(m.Mode)), Capacity: finite(resultdoc.Num(m.MaxIPLayerCapacity)), Time: m.TimeOfMax, Index: -1}
 	if mx.Mode == 0 {
 		mx.Mode = mode
 	}
@@ -351,7 +294,7 @@ func (r *Result) maximum(m *rawMax, mode int) Maximum {
 	return mx
 }
 
-func conn(c *rawConn, pos int) Conn {
+func conn(c *resultdoc.Conn, pos int) Conn {
 	out := Conn{ID: finiteInt(c.Connection)}
 	if out.ID <= 0 {
 		out.ID = pos

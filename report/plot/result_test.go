@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // obudpstResults are OB-UDPST's client.json files of the reference data.

@@ -1,19 +1,21 @@
+// Package textfile writes a client's result as a node_exporter textfile:
+// what a test every hour from a systemd timer leaves for the
+// node_exporter of its host to export. It is made from the run's JSON
+// document (OB-UDPST's schema, as report writes it for --output), so the
+// two never disagree, and it is written whatever the run's outcome: a
+// failed test still says so.
 package textfile
 
-// A client's result as a node_exporter textfile: what a test every hour
-// from a systemd timer leaves for the node_exporter of its host to export.
-// It is made from the run's JSON document (OB-UDPST's schema, as report
-// writes it for --output), so the two never disagree, and it is written
-// whatever the run's outcome: a failed test still says so.
-
 import (
-	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/udpstp/udpstp/internal/atomicfile"
+	"github.com/udpstp/udpstp/metrics/family"
+	"github.com/udpstp/udpstp/report/resultdoc"
 )
 
 // TextfileExt is the suffix node_exporter's textfile collector reads.
@@ -41,42 +43,26 @@ const (
 	Upstream   = "upstream"
 )
 
-// The capacity layers of OB-UDPST's AtMax, named as its text output names
-// them, with their JSON keys; Summary has the IP layer only.
-var capacityLayers = []struct{ layer, maxKey string }{
-	{"L3/IP", "MaxIPLayerCapacity"},
-	{"L2/Eth", "MaxETHCapacityNoFCS"},
-	{"L1/Eth", "MaxETHCapacityWithFCS"},
-	{"L1/Eth+VLAN", "MaxETHCapacityWithFCSVLAN"},
-}
-
-// resultDoc is what the textfile takes from the JSON document.
-type resultDoc struct {
-	Output *struct {
-		BOMTime, EOMTime string
-		TestInterval     float64
-		Summary, AtMax   map[string]any
-	}
-	ErrorStatus  *int
-	ErrorMessage string
-}
-
 // bytesPerSecond converts OB-UDPST's Mbps.
 const bytesPerSecond = 1e6 / 8
 
-// ResultTextfile renders doc, a client's JSON result, as textfile content
-// in the Prometheus text format (format.go).
+// ResultTextfile renders doc, a client's JSON result (one test's
+// document), as textfile content in the Prometheus text format
+// (family.WriteText).
 func ResultTextfile(doc []byte, l ResultLabels) ([]byte, error) {
-	var d resultDoc
-	if err := json.Unmarshal(doc, &d); err != nil {
+	d, err := resultdoc.DecodeTest(doc)
+	if err != nil {
 		return nil, fmt.Errorf("result document: %w", err)
 	}
 	if d.ErrorStatus == nil {
 		return nil, fmt.Errorf("result document: no ErrorStatus")
 	}
-	var samples []sample
-	resultSource(&d, l)(func(s sample) { samples = append(samples, s) })
-	return render(samples), nil
+	if v := *d.ErrorStatus; v != math.Trunc(v) || v < -(1<<63) || v >= 1<<63 { // as an int64 takes it
+		return nil, fmt.Errorf("result document: ErrorStatus %v is not an integer", v)
+	}
+	var samples []family.Sample
+	resultSource(d, l)(func(s family.Sample) { samples = append(samples, s) })
+	return family.WriteText(samples), nil
 }
 
 // WriteResultTextfile writes doc's textfile to path atomically (a
@@ -93,70 +79,139 @@ func WriteResultTextfile(path string, doc []byte, l ResultLabels) error {
 	return atomicfile.Write(path, b, 0o644)
 }
 
-func resultSource(d *resultDoc, l ResultLabels) func(emit func(sample)) {
-	return func(emit func(sample)) {
-		base := []label{{"server", l.Server}, {"direction", l.Direction}}
-		with := func(more ...label) []label { return append(append([]label(nil), base...), more...) }
-		gauge := func(name, help string, v float64, more ...label) {
-			emit(sample{Name: "udpstp_test_" + name, Help: help, Labels: with(more...), Value: v})
+// Families are the families of a result textfile, each declared once:
+// udpstp_test_<name>, labelled by server and direction, and those of
+// Summary and AtMax by result too ("summary", "max").
+var (
+	famErrorStatus = gauge("error_status", "OB-UDPST's ErrorStatus of the last test: 0 success, 1-49 a warning with complete results, 50 and above a failure")
+	famSuccess     = gauge("success", "1 if the last test succeeded (ErrorStatus 0), else 0")
+	famStart       = gauge("start_timestamp_seconds", "When the last test's Data Phase began (BOMTime), as a Unix time")
+	famEnd         = gauge("end_timestamp_seconds", "When the last test ended (EOMTime), as a Unix time")
+	famInterval    = gauge("interval_seconds", "The test time the server granted the last test (TestInterval)")
+
+	famCapacity    = gauge("capacity_bytes_per_second", "Capacity"+what+", per layer (bytes per second)", "result", "layer")
+	famDelivered   = gauge("delivered_ratio", "Share of the load delivered"+what, "result")
+	famLoss        = gauge("loss_ratio", "Loss ratio"+what, "result")
+	famReordered   = gauge("reordered_ratio", "Reordered ratio"+what, "result")
+	famReplicated  = gauge("replicated_ratio", "Replicated ratio"+what, "result")
+	famCE          = gauge("ce_ratio", "Share of the delivered datagrams marked ECN CE"+what, "result")
+	famLost        = gauge("lost_datagrams", "Datagrams lost"+what, "result")
+	famReorderedN  = gauge("reordered_datagrams", "Datagrams reordered"+what, "result")
+	famReplicatedN = gauge("replicated_datagrams", "Datagrams replicated"+what, "result")
+	famCEN         = gauge("ce_datagrams", "Delivered datagrams marked ECN CE"+what, "result")
+	famPDV         = gauge("pdv_seconds", "Packet delay variation (min, avg, max)"+what, "result", "stat")
+	famRTTVar      = gauge("rtt_variation_seconds", "Round-trip time above the least one (min, avg, max)"+what, "result", "stat")
+	famMinOWD      = gauge("min_one_way_delay_seconds", "Least one-way delay, with the clocks' difference,"+what, "result")
+	famMinRTT      = gauge("min_rtt_seconds", "Least round-trip time"+what, "result")
+	famActive      = gauge("active_connections", "Test Connections active"+what, "result")
+	famSubInts     = gauge("sub_intervals", "Sub-Intervals"+what, "result")
+
+	Families = []*family.Family{famErrorStatus, famSuccess, famStart, famEnd, famInterval,
+		famCapacity, famDelivered, famLoss, famReordered, famReplicated, famCE, famLost, famReorderedN,
+		famReplicatedN, famCEN, famPDV, famRTTVar, famMinOWD, famMinRTT, famActive, famSubInts}
+)
+
+const what = " of the last test's Summary (result=\"summary\") or of its Sub-Interval at the maximum (result=\"max\")"
+
+// gauge declares the gauge udpstp_test_<name> with the labels every
+// textfile gauge has and more.
+func gauge(name, help string, more ...string) *family.Family {
+	return &family.Family{Name: "udpstp_test_" + name, Help: help, Type: family.Gauge,
+		Labels: append([]string{"server", "direction"}, more...)}
+}
+
+// figures are the figures of Summary or AtMax the textfile exports.
+type figures struct {
+	result                                     string
+	capacity                                   []layerCapacity
+	delivered, loss, reordered, replicated, ce *float64
+	lost, reorderedN, replicatedN, ceN         *float64
+	pdv, rttVar                                [3]*float64 // min, avg, max
+	minOWD, minRTT, active, subIntervals       *float64
+}
+
+// layerCapacity is a capacity at one layer, named as OB-UDPST's text
+// output names it; Summary has the IP layer only.
+type layerCapacity struct {
+	layer string
+	mbps  *float64
+}
+
+func summaryFigures(s *resultdoc.Summary) figures {
+	return figures{result: "summary",
+		capacity:  []layerCapacity{{"L3/IP", s.IPLayerCapacitySummary}},
+		delivered: s.DeliveredPercent, loss: s.LossRatioSummary, reordered: s.ReorderedRatioSummary,
+		replicated: s.ReplicatedRatioSummary, ce: s.CEPercentOfDelivered,
+		lost: s.LossCount, reorderedN: s.ReorderedCount, replicatedN: s.ReplicatedCount, ceN: s.CECountOfDelivered,
+		pdv: [3]*float64{s.PDVMin, s.PDVAvg, s.PDVMax}, rttVar: [3]*float64{s.RTTMin, s.RTTAvg, s.RTTMax},
+		minOWD: s.MinOnewayDelaySummary, minRTT: s.MinRTTSummary, active: s.ActiveConnections, subIntervals: s.Intervals,
+	}
+}
+
+func maxFigures(m *resultdoc.Maximum) figures {
+	return figures{result: "max",
+		capacity: []layerCapacity{{"L3/IP", m.MaxIPLayerCapacity}, {"L2/Eth", m.MaxETHCapacityNoFCS},
+			{"L1/Eth", m.MaxETHCapacityWithFCS}, {"L1/Eth+VLAN", m.MaxETHCapacityWithFCSVLAN}},
+		delivered: m.DeliveredPercent, loss: m.LossRatioAtMax, reordered: m.ReorderedRatioAtMax,
+		replicated: m.ReplicatedRatioAtMax, ce: m.CEPercentOfDelivered,
+		lost: m.LossCount, reorderedN: m.ReorderedCount, replicatedN: m.ReplicatedCount, ceN: m.CECountOfDelivered,
+		pdv: [3]*float64{m.PDVMin, m.PDVAvg, m.PDVMax}, rttVar: [3]*float64{m.RTTMin, m.RTTAvg, m.RTTMax},
+		minOWD: m.MinOnewayDelayAtMax, minRTT: m.MinRTTAtMax, active: m.ActiveConnections, subIntervals: m.Intervals,
+	}
+}
+
+func resultSource(d *resultdoc.Test, l ResultLabels) func(emit func(family.Sample)) {
+	return func(emit func(family.Sample)) {
+		set := func(f *family.Family, v float64, more ...string) {
+			emit(family.Sample{Family: f, Values: append([]string{l.Server, l.Direction}, more...), Value: v})
 		}
 		status := *d.ErrorStatus
-		gauge("error_status", "OB-UDPST's ErrorStatus of the last test: 0 success, 1-49 a warning with complete results, 50 and above a failure",
-			float64(status))
-		gauge("success", "1 if the last test succeeded (ErrorStatus 0), else 0", b2f(status == 0))
+		set(famErrorStatus, status)
+		set(famSuccess, b2f(status == 0))
 		o := d.Output
 		if o == nil {
 			return // no Test Connection was activated: the status is all there is
 		}
 		if t, ok := parseTime(o.BOMTime); ok {
-			gauge("start_timestamp_seconds", "When the last test's Data Phase began (BOMTime), as a Unix time", t)
+			set(famStart, t)
 		}
 		if t, ok := parseTime(o.EOMTime); ok {
-			gauge("end_timestamp_seconds", "When the last test ended (EOMTime), as a Unix time", t)
+			set(famEnd, t)
 		}
-		gauge("interval_seconds", "The test time the server granted the last test (TestInterval)", o.TestInterval)
-		for _, r := range []struct {
-			result string
-			m      map[string]any
-			sfx    string // OB-UDPST's suffix of the ratio and range keys
-		}{{"summary", o.Summary, "Summary"}, {"max", o.AtMax, "AtMax"}} {
-			if r.m == nil {
-				continue
-			}
-			res := label{"result", r.result}
-			num := func(name, help, key string, scale float64, more ...label) {
-				if v, ok := r.m[key].(float64); ok {
-					gauge(name, help, v*scale, append([]label{res}, more...)...)
+		set(famInterval, resultdoc.Num(o.TestInterval))
+		var results []figures
+		if o.Summary != nil {
+			results = append(results, summaryFigures(o.Summary))
+		}
+		if o.AtMax != nil {
+			results = append(results, maxFigures(o.AtMax))
+		}
+		for _, r := range results {
+			num := func(f *family.Family, v *float64, scale float64, more ...string) {
+				if v != nil {
+					set(f, *v*scale, append([]string{r.result}, more...)...)
 				}
 			}
-			const what = " of the last test's Summary (result=\"summary\") or of its Sub-Interval at the maximum (result=\"max\")"
-			if r.result == "summary" {
-				num("capacity_bytes_per_second", "Capacity"+what+", per layer (bytes per second)", "IPLayerCapacitySummary",
-					bytesPerSecond, label{"layer", capacityLayers[0].layer})
-			} else {
-				for _, c := range capacityLayers {
-					num("capacity_bytes_per_second", "Capacity"+what+", per layer (bytes per second)", c.maxKey, bytesPerSecond,
-						label{"layer", c.layer})
-				}
+			for _, c := range r.capacity {
+				num(famCapacity, c.mbps, bytesPerSecond, c.layer)
 			}
-			num("delivered_ratio", "Share of the load delivered"+what, "DeliveredPercent", 0.01)
-			num("loss_ratio", "Loss ratio"+what, "LossRatio"+r.sfx, 1)
-			num("reordered_ratio", "Reordered ratio"+what, "ReorderedRatio"+r.sfx, 1)
-			num("replicated_ratio", "Replicated ratio"+what, "ReplicatedRatio"+r.sfx, 1)
-			num("ce_ratio", "Share of the delivered datagrams marked ECN CE"+what, "CEPercentOfDelivered", 0.01)
-			num("lost_datagrams", "Datagrams lost"+what, "LossCount", 1)
-			num("reordered_datagrams", "Datagrams reordered"+what, "ReorderedCount", 1)
-			num("replicated_datagrams", "Datagrams replicated"+what, "ReplicatedCount", 1)
-			num("ce_datagrams", "Delivered datagrams marked ECN CE"+what, "CECountOfDelivered", 1)
-			for _, s := range []string{"Min", "Avg", "Max"} {
-				stat := label{"stat", strings.ToLower(s)}
-				num("pdv_seconds", "Packet delay variation (min, avg, max)"+what, "PDV"+s, 1, stat)
-				num("rtt_variation_seconds", "Round-trip time above the least one (min, avg, max)"+what, "RTT"+s, 1, stat)
+			num(famDelivered, r.delivered, 0.01)
+			num(famLoss, r.loss, 1)
+			num(famReordered, r.reordered, 1)
+			num(famReplicated, r.replicated, 1)
+			num(famCE, r.ce, 0.01)
+			num(famLost, r.lost, 1)
+			num(famReorderedN, r.reorderedN, 1)
+			num(famReplicatedN, r.replicatedN, 1)
+			num(famCEN, r.ceN, 1)
+			for i, stat := range []string{"min", "avg", "max"} {
+				num(famPDV, r.pdv[i], 1, stat)
+				num(famRTTVar, r.rttVar[i], 1, stat)
 			}
-			num("min_one_way_delay_seconds", "Least one-way delay, with the clocks' difference,"+what, "MinOnewayDelay"+r.sfx, 1)
-			num("min_rtt_seconds", "Least round-trip time"+what, "MinRTT"+r.sfx, 1)
-			num("active_connections", "Test Connections active"+what, "ActiveConnections", 1)
-			num("sub_intervals", "Sub-Intervals"+what, "Intervals", 1)
+			num(famMinOWD, r.minOWD, 1)
+			num(famMinRTT, r.minRTT, 1)
+			num(famActive, r.active, 1)
+			num(famSubInts, r.subIntervals, 1)
 		}
 	}
 }

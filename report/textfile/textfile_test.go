@@ -3,7 +3,6 @@ package textfile
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/udpstp/udpstp/internal/golden"
+	"github.com/udpstp/udpstp/internal/testkit/golden"
 )
 
 // parseTextfile reads textfile content back as the text format's parser
@@ -158,31 +157,5 @@ func TestResultTextfileRefuses(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `udpstp_test_success{direction="downstream",server="s"} 0`) {
 		t.Errorf("failed run's textfile:\n%s", b)
-	}
-}
-
-// TestRenderAsTheLibrary: the text the textfile is written in reads back,
-// and the Prometheus library writes the families it reads back to the
-// same bytes: order, escapes and numbers as the library's own.
-func TestRenderAsTheLibrary(t *testing.T) {
-	samples := []sample{
-		{Name: "b_gauge", Help: "two\nlines and a \\", Labels: []label{{"z", "1"}, {"a", "x\"y\\z\nw"}}, Value: 1},
-		{Name: "b_gauge", Help: "two\nlines and a \\", Labels: []label{{"z", "0"}, {"a", "x\"y\\z\nw"}}, Value: 0.5},
-		{Name: "a_gauge", Help: "plain", Value: 12345678.9},
-		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "inf"}}, Value: math.Inf(1)},
-		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "big"}}, Value: 1e21},
-		{Name: "c_gauge", Help: "odd values", Labels: []label{{"k", "neg"}}, Value: -0.000125},
-	}
-	got := render(samples)
-	mfs := parseTextfile(t, got)
-	sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
-	var want bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("rendered:\n%s\nthe library writes:\n%s", got, want.Bytes())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +21,12 @@ import (
 // Defaults of the rotation: a file is finished at DefaultMaxSize bytes
 // (compressed) or DefaultMaxAge after its first record, whichever comes
 // first; finished files are kept for good unless Retention says otherwise.
+// Readers read finished files only (docs/fleet.md), so DefaultMaxAge is
+// also how long a finished test may wait before a reader sees it: a
+// minute, at the cost of up to a file a minute while tests end.
 const (
 	DefaultMaxSize = 64 << 20
-	DefaultMaxAge  = time.Hour
+	DefaultMaxAge  = time.Minute
 	// queueLen bounds the records waiting for the writer; Add waits when
 	// they are this many (a disk or a store slower than the tests end).
 	queueLen = 256
@@ -49,6 +53,11 @@ type Config struct {
 	// Server names this server in the records (the host name if "").
 	Server string
 	Log    *slog.Logger
+
+	// Tests only: the writer's clock (time.Now if nil) and what wakes it
+	// for rotation and retention (a ticker of a minute if nil).
+	now  func() time.Time
+	tick <-chan time.Time
 }
 
 // Archive writes the records of tests that ended.
@@ -67,6 +76,8 @@ type Archive struct {
 	// without files); Failed those a file or the store refused; Dropped
 	// those that came after Close.
 	Written, Failed, Dropped atomic.Uint64
+
+	failing uint64 // file writes failed since the last that did not (run's)
 }
 
 // Open checks cfg, finishes the files a crash left (Recover), and starts
@@ -97,14 +108,11 @@ func Open(cfg Config) (*Archive, error) {
 		if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 			return nil, fmt.Errorf("archive: %w", err)
 		}
-		kept, dropped, err := Recover(cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		if kept > 0 || dropped > 0 {
-			a.log.Warn("archive: finished the files a crash left", "records_kept", kept, "cut_records_dropped", dropped)
-		}
+		a.recover()
 		a.files = newFileWriter(cfg.Dir, cfg.MaxSize, cfg.MaxAge, cfg.Retention)
+		if cfg.now != nil {
+			a.files.now = cfg.now
+		}
 		if err := a.files.prune(); err != nil {
 			a.log.Error("archive: retention", "err", err)
 		}
@@ -148,11 +156,58 @@ func (a *Archive) Close() error {
 	return err
 }
 
+// recover finishes the files a crash left (Recover) and says in the log
+// what it did: each file finished with what it kept and dropped, each
+// refused. A file it cannot finish is left for the next start.
+func (a *Archive) recover() {
+	recs, err := Recover(a.cfg.Dir)
+	for _, r := range recs {
+		switch {
+		case r.Refused != nil:
+			a.log.Error("archive: refused a file in the archive directory, left as it is", "err", r.Refused)
+		case r.Kept > 0 || len(r.Dropped) > 0:
+			var at []string
+			for i, d := range r.Dropped {
+				if i == 8 {
+					at = append(at, "...")
+					break
+				}
+				at = append(at, fmt.Sprintf("%d+%d (%s)", d.Offset, d.Bytes, d.Why))
+			}
+			a.log.Warn("archive: finished the file a crash left", "file", r.Part, "as", r.Final,
+				"records_kept", r.Kept, "cut_records_dropped", len(r.Dropped), "bytes_dropped", r.DroppedBytes(),
+				"dropped_at", strings.Join(at, ","))
+		}
+	}
+	if err != nil {
+		a.log.Error("archive: a file a crash left is kept for the next start", "err", err)
+	}
+}
+
+// run writes the queued records, and finishes the current file when it
+// reaches its age (a timer set to that moment, so a record is in a
+// finished file MaxAge after its file was begun at the latest).
 func (a *Archive) run() {
 	defer close(a.done)
-	every := min(a.cfg.MaxAge/4, time.Minute)
-	tick := time.NewTicker(max(every, 10*time.Millisecond))
-	defer tick.Stop()
+	tick := a.cfg.tick
+	if tick == nil {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		tick = t.C
+	}
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	armed := false
+	arm := func() {
+		if a.files == nil || armed {
+			return
+		}
+		if at, ok := a.files.due(); ok {
+			due.Reset(max(at.Sub(a.files.now()), 0))
+			armed = true
+		}
+	}
 	for {
 		select {
 		case t, ok := <-a.q:
@@ -160,12 +215,22 @@ func (a *Archive) run() {
 				return
 			}
 			a.write(t)
-		case <-tick.C:
-			if a.files != nil {
-				if err := a.files.tick(); err != nil {
-					a.log.Error("archive: rotation", "err", err)
-				}
-			}
+			arm()
+		case <-due.C:
+			armed = false
+			a.tick()
+			arm()
+		case <-tick:
+			a.tick()
+			arm()
+		}
+	}
+}
+
+func (a *Archive) tick() {
+	if a.files != nil {
+		if err := a.files.tick(); err != nil {
+			a.log.Error("archive: rotation", "err", err)
 		}
 	}
 }
@@ -185,9 +250,17 @@ func (a *Archive) write(t *control.TestRecord) {
 	}
 	ok := true
 	if a.files != nil {
+		// A full disk fails every record until space returns: one line
+		// for the episode, then the count when a write succeeds again.
 		if err := a.files.write(append(line, '\n')); err != nil {
 			ok = false
-			a.log.Error("archive: write", "uuid", r.UUID, "err", err)
+			if a.failing == 0 {
+				a.log.Error("archive: write failed; failures are counted until one succeeds", "uuid", r.UUID, "err", err)
+			}
+			a.failing++
+		} else if a.failing > 0 {
+			a.log.Info("archive: writing again", "failed_before", a.failing)
+			a.failing = 0
 		}
 	}
 	if a.cfg.Store != nil {

@@ -197,10 +197,7 @@ func TestRecoverEveryCut(t *testing.T) {
 		dir := t.TempDir()
 		part := filepath.Join(dir, FilePrefix+"x"+FileSuffix+PartSuffix)
 		os.WriteFile(part, full[:cut], 0o640)
-		kept, dropped, err := Recover(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kept, dropped := recoverAll(t, dir)
 		want := 0
 		for _, e := range ends {
 			if cut >= e {
@@ -218,4 +215,22 @@ func TestRecoverEveryCut(t *testing.T) {
 			t.Fatalf("cut at %d: %v left", cut, left)
 		}
 	}
+}
+
+// recoverAll runs Recover over dir and adds up the records kept and the
+// stretches dropped.
+func recoverAll(t *testing.T, dir string) (kept, dropped int) {
+	t.Helper()
+	rs, err := Recover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Refused != nil {
+			t.Fatalf("refused: %v", r.Refused)
+		}
+		kept += r.Kept
+		dropped += len(r.Dropped)
+	}
+	return kept, dropped
 }

@@ -13,10 +13,15 @@
 // Thread: Archive.Add queues the record for a goroutine of its own.
 //
 // Crash safety: each record is one complete gzip member written with one
-// write(2) to a file named *.ndjson.gz.part and synced; a finished file
-// is renamed to *.ndjson.gz on rotation (by size and age). Readers read
-// *.ndjson.gz only, so they never see a partial line. After a crash (kill
-// -9, power loss), Open turns each *.part file into a finished file that
-// holds its complete members only: a member cut short fails gzip's CRC
-// or ends early, and is dropped with what follows it.
+// write(2) to a file named *.ndjson.gz.part and synced; a write a full
+// disk cut short is cut back out before the next. A finished file is
+// renamed to *.ndjson.gz on rotation (by size, and by age: a minute by
+// default, so a finished test shows within it). Readers read
+// *.ndjson.gz only, so they never see a partial line. After a crash
+// (kill -9, power loss), Open turns each *.part file into a finished file
+// that holds every complete member: a stretch that is none (cut short,
+// failing gzip's CRC, inflating past MaxRecordBytes) is dropped and
+// logged, the records after it kept. Recovery and the key file refuse
+// what is not a regular file and bound what they read (docs/security.md,
+// "The server's archive").
 package archive

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -40,13 +41,20 @@ func (p pseudonymizer) pseudonym(a netip.Addr) string {
 	return "p:" + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
+// maxKeyFile bounds a key file: a key is 16 to 64 bytes, as hex digits
+// at most 128 and a line end; anything past this is no key file.
+const maxKeyFile = 4096
+
 // LoadKey reads the pseudonym key from path: hex digits (what a generated
 // file holds), else the file's bytes as they are, at least MinKeyBytes. A
 // missing file is created with a new random key, mode 0600; created says
 // so. A file others may read is refused: the key is what keeps the
-// pseudonyms from being reversed.
+// pseudonyms from being reversed. So is a name that is not a regular file
+// (a symbolic link is not followed, a FIFO not waited for: a link to
+// /dev/zero would be read without end) and a file over 4 kB; the file is
+// read to its size, no further.
 func LoadKey(path string) (key []byte, created bool, err error) {
-	b, err := os.ReadFile(path)
+	f, err := atomicfile.Open(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		key = make([]byte, KeyBytes)
 		rand.Read(key)
@@ -56,17 +64,22 @@ func LoadKey(path string) (key []byte, created bool, err error) {
 		return key, true, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("archive key: %w", err)
+		return nil, false, fmt.Errorf("archive key refused: %w", err)
 	}
-	fi, err := os.Stat(path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, false, fmt.Errorf("archive key: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("archive key %s: not a regular file", path)
-	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, false, fmt.Errorf("archive key %s: mode %04o lets others read it (chmod 600)", path, fi.Mode().Perm())
+	}
+	if fi.Size() > maxKeyFile {
+		return nil, false, fmt.Errorf("archive key %s refused: %d bytes, a key file holds at most %d", path, fi.Size(), maxKeyFile)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, false, fmt.Errorf("archive key %s: %w", path, err)
 	}
 	s := strings.TrimSpace(string(b))
 	if h, err := hex.DecodeString(s); err == nil {

@@ -40,7 +40,12 @@ type Record struct {
 	Granted   Options `json:"granted"`
 
 	SubIntervals []SubInterval `json:"sub_intervals"`
-	Summary      Summary       `json:"summary"`
+	// SubIntervalsMerged, when above 1, says the test had more
+	// Sub-Intervals than a record keeps (control.MaxRecordSubIntervals):
+	// each entry of SubIntervals then covers that many (the last up to
+	// that many; Merged says how many), added up.
+	SubIntervalsMerged int     `json:"sub_intervals_merged,omitempty"`
+	Summary            Summary `json:"summary"`
 
 	ErrorStatus int      `json:"error_status"`
 	Status      string   `json:"status"` // ok, warning or error (store.Status)
@@ -85,7 +90,12 @@ type Options struct {
 // SubInterval is one Sub-Interval's figures as the Load Receiver counted
 // them (OB-UDPST's IncrementalResult, by its own names here).
 type SubInterval struct {
-	N          int     `json:"n"`
+	N int `json:"n"` // the first it covers, when merged
+	// Merged is how many Sub-Intervals this entry covers, when more than
+	// one (Record.SubIntervalsMerged): its counts and times are their
+	// sums, its rate their bytes over their time, its delay figures the
+	// extremes and the mean over all their samples.
+	Merged     int     `json:"merged,omitempty"`
 	Mbps       float64 `json:"mbps_l3"` // IP layer: payload plus IP and UDP headers
 	DurationUs uint32  `json:"duration_us"`
 	AccumMs    uint32  `json:"accum_ms"`
@@ -154,6 +164,26 @@ func newRecord(t *control.TestRecord, id, server, client string, plain bool) *Re
 		r.SubIntervals = append(r.SubIntervals, subInterval(&t.SubIntervals[i], hdr))
 	}
 	r.Summary = summarize(r.SubIntervals)
+	if k := t.SubIntervalsMerged; k > 1 && len(r.SubIntervals) > 0 {
+		// The entries are sums: the maximum and the mean are those of the
+		// Sub-Intervals as they came (control.TestRecord.AddSubInterval).
+		r.SubIntervalsMerged = k
+		for i := range r.SubIntervals {
+			r.SubIntervals[i].Merged = k
+		}
+		last := &r.SubIntervals[len(r.SubIntervals)-1]
+		last.Merged = t.SubIntervalCount - k*(len(r.SubIntervals)-1)
+		peak := subInterval(&t.Peak, hdr)
+		s := &r.Summary
+		s.SubIntervals = t.SubIntervalCount
+		s.MaxMbps, s.MaxAt, s.DelayVarMs = &peak.Mbps, peak.N, peak.DelayVarAvgMs
+		mean := t.RateSum / float64(t.SubIntervalCount)
+		s.MeanMbps, s.LossRatio = &mean, nil
+		if sent := float64(peak.Datagrams) + float64(peak.Loss); sent > 0 {
+			ratio := float64(peak.Loss) / sent
+			s.LossRatio = &ratio
+		}
+	}
 	return r
 }
 

@@ -31,10 +31,24 @@
     }).catch(function (err) { say("The agent did not answer: " + err, true); });
   });
 
-  // refresh fetches the live part again; a test's end may come before its
-  // row is in the store, so it asks again a few times while the newest row
-  // is the same.
-  function refresh(attempt) {
+  // stale: the live part node, fetched after test's end, may not show it
+  // yet. A test's end may come before its row is in the store (the newest
+  // row is still before), and a scheduled test's next slot is drawn after
+  // its result is stored and the test lock let go (its row still says it
+  // is due while no other test runs).
+  function stale(node, before, test) {
+    if (node.dataset.latest === before) return true;
+    if (!test || (node.dataset.running && node.dataset.running !== test)) return false;
+    var rows = node.querySelectorAll("tr[data-test]");
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].dataset.test === test) return !!rows[i].querySelector("[data-due]");
+    }
+    return false;
+  }
+
+  // refresh fetches the live part again after test's end, a few times
+  // while it is stale.
+  function refresh(attempt, test) {
     var cur = document.getElementById("live");
     if (!cur) return;
     var before = cur.dataset.latest;
@@ -46,11 +60,41 @@
       if (!next) return;
       var node = document.importNode(next, true);
       cur.replaceWith(node);
-      if (node.dataset.latest === before && attempt < 6) {
-        setTimeout(function () { refresh(attempt + 1); }, 250 << attempt);
+      if (attempt < 6 && stale(node, before, test)) {
+        setTimeout(function () { refresh(attempt + 1, test); }, 250 << attempt);
       }
     }).catch(function (err) { say("The page could not be updated: " + err.message, true); });
   }
+
+  // inWords is web/next.go's inWords, in the same words: how far off a
+  // time ms milliseconds away is.
+  function inWords(ms) {
+    if (ms <= 0) return "due now";
+    var m = Math.round(ms / 60000);
+    if (m < 1) return "in under a minute";
+    if (m < 60) return "in " + m + " min";
+    var h = Math.floor(m / 60);
+    m %= 60;
+    if (h < 24) return "in " + h + " h" + (m ? " " + m + " min" : "");
+    var d = Math.floor(h / 24);
+    h %= 24;
+    return "in " + d + " d" + (h ? " " + h + " h" : "");
+  }
+
+  // The next runs' words stay current while the page is open, and at once
+  // when it is shown again (a hidden tab's timers are slowed); a slot that
+  // has come keeps the server's words ("due now", "running now") until
+  // the test's end fetches the live part again.
+  function nextWords() {
+    document.querySelectorAll("td.next time").forEach(function (t) {
+      var words = t.nextElementSibling, ms = Date.parse(t.dateTime) - Date.now();
+      if (!words || isNaN(ms) || (ms <= 0 && words.hasAttribute("data-due"))) return;
+      words.textContent = "(" + inWords(ms) + ")";
+      if (ms <= 0) words.setAttribute("data-due", "");
+    });
+  }
+  setInterval(nextWords, 30000);
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) nextWords(); });
 
   if (status && status.dataset.events && window.EventSource) {
     var es = new EventSource(status.dataset.events);
@@ -73,7 +117,7 @@
       var p = JSON.parse(e.data);
       say((p.test || "The test") + " has ended.");
       setRunning("");
-      refresh(0);
+      refresh(0, p.test);
     });
   }
 })();

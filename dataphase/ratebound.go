@@ -1,0 +1,62 @@
+package dataphase
+
+// RateBound is a client's own bound on its Test Connection's rate (the
+// agent's `[probe] max_rate_mbps`, docs/agent.md), which holds for the
+// automatic search too. The rate adjustment runs on the server (RFC 9097
+// section 8.1), so the client bounds what it controls: as a Load Sender
+// it never sends a row faster than Row, whatever the server's Status PDUs
+// assign; as a Load Receiver it reports a Trial Interval received above
+// the bound's trigger as congested (a delay variation above the upper
+// threshold), as a bottleneck of that rate would, and the server's search
+// backs off there. The figures of the client's own report are untouched.
+type RateBound struct {
+	// Mbps is the bound at the IP layer, Mbit/s; 0: none.
+	Mbps float64
+	// Row is the highest table row at or below sendShare of the bound:
+	// what an upstream Load Sender sends in place of a faster row.
+	Row SendingRate
+}
+
+// sendShare and receiveShare place the bound's working point below it: a
+// sender that stalls sends its late Bursts into the next Sub-Interval, and
+// a search held by feedback moves a row or two past its trigger before
+// the feedback takes effect; both margins keep a Sub-Interval's rate at
+// or below the bound.
+const (
+	sendShare    = 0.95
+	receiveShare = 0.9
+)
+
+// NewRateBound is the bound of mbps over the rows of the table o makes.
+func NewRateBound(mbps float64, o TableOptions) RateBound {
+	b := RateBound{Mbps: mbps}
+	if mbps <= 0 {
+		return RateBound{}
+	}
+	for _, r := range BuildRateTable(o) {
+		if r.L3Mbps(false) <= mbps*sendShare {
+			b.Row = r
+		}
+	}
+	return b
+}
+
+// clamp is the row a Load Sender under the bound sends for the assigned
+// row r.
+func (b *RateBound) clamp(r SendingRate, ipv6 bool) SendingRate {
+	if b.Mbps > 0 && r.L3Mbps(ipv6) > b.Mbps*sendShare {
+		return b.Row
+	}
+	return r
+}
+
+// congested reports whether a Trial Interval that received bytes of UDP
+// payload in datagrams over deltaUs microseconds ran above the bound's
+// trigger.
+func (b *RateBound) congested(bytes, datagrams, deltaUs uint32, ipv6 bool) bool {
+	if b.Mbps <= 0 || deltaUs == 0 {
+		return false
+	}
+	l3 := float64(uint64(bytes) + uint64(datagrams)*uint64(L3Overhead(ipv6)))
+	return l3*8/float64(deltaUs) > b.Mbps*receiveShare // bits per µs: Mbit/s
+}
