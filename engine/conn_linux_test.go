@@ -9,7 +9,7 @@ import (
 
 	"github.com/udpstp/udpstp/clock"
 	"github.com/udpstp/udpstp/dataphase"
-	"github.com/udpstp/udpstp/internal/race"
+	"github.com/udpstp/udpstp/internal/testkit/race"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +56,11 @@ func TestConnTurnAllocs(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 4 << 20})
-	core := newFakeCore(20*time.Microsecond, 0)
+	// A send every 500 µs: longer than a step takes on a busy machine
+	// (about 80 µs in CI), so a step's wait has a deadline ahead and
+	// sleeps. At 20 µs every deadline was past on a slow machine, the
+	// wait returned before sleeping, and the test saw no wake-up.
+	core := newFakeCore(500*time.Microsecond, 0)
 	events := 0
 	c := newConn(a, core, func(dataphase.Event) { events++ }, nil)
 	defer c.wk.Close()
