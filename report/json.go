@@ -41,8 +41,18 @@ func (r *results) document(f Format, ext bool) *jobj {
 	return top
 }
 
+// inputObject is the result's "Input": the test as the client asked for it,
+// in OB-UDPST's key order.
 func inputObject(t *TestInfo) *jobj {
 	in := &jobj{}
+	inputEndpoints(in, t)
+	inputTraffic(in, t)
+	inputAlgorithm(in, t)
+	return in
+}
+
+// inputEndpoints adds the interface, the servers and the client's address.
+func inputEndpoints(in *jobj, t *TestInfo) {
 	in.str("Interface", t.Interface)
 	role := "Receiver"
 	if t.Upstream {
@@ -69,6 +79,11 @@ func inputObject(t *TestInfo) *jobj {
 	in.add("HostList", hosts)
 	in.str("ClientIPAddress", t.ClientAddr)
 	in.int("ClientPort", int64(t.ClientPort))
+}
+
+// inputTraffic adds what the load is made of: connections, marking, family
+// and payload sizes.
+func inputTraffic(in *jobj, t *TestInfo) {
 	in.flag("JumboFramesPermitted", t.Jumbo)
 	in.int("NumberOfConnections", int64(t.ConnMax))
 	in.int("MinNumOfConnections", int64(t.ConnMin))
@@ -103,6 +118,11 @@ func inputObject(t *TestInfo) *jobj {
 		content = "random"
 	}
 	in.str("UDPPayloadContent", content)
+}
+
+// inputAlgorithm adds the test type, its timers and the rate adjustment
+// algorithm's parameters.
+func inputAlgorithm(in *jobj, t *TestInfo) {
 	search := t.auto() || t.SRStart
 	if search {
 		in.str("TestType", "Search")
@@ -144,7 +164,6 @@ func inputObject(t *TestInfo) *jobj {
 	in.int("HSpeedThresh", highSpeedRow*1000000)
 	in.str("RateAdjAlgorithm", algorithmName(t.Algorithm))
 	in.flag("InterfaceDeterminesMax", t.InterfaceMax)
-	return in
 }
 
 func (r *results) output() *jobj {
