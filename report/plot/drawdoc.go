@@ -399,26 +399,8 @@ func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
 	}
 	capP := newPanel(capTitle, "Mbps")
 	var ymax [3]float64
-	xmax := 1.0
 	for _, up := range directions(d) {
-		var runs, maxima, dmax, davg []float64
-		for i := range d.Runs {
-			r := d.Runs[i].test(up)
-			if r == nil {
-				continue
-			}
-			runs = append(runs, float64(d.Runs[i].N))
-			maxima = append(maxima, loadedMax(r).Capacity)
-			mx, avg, n := 0.0, 0.0, 0.0
-			for _, iv := range r.Intervals {
-				v, a := iv.RTTMax, iv.RTTAvg
-				if r.OneWay {
-					v, a = iv.PDVMax, iv.PDVAvg
-				}
-				mx, avg, n = max(mx, v), avg+a, n+1
-			}
-			dmax, davg = append(dmax, mx), append(davg, avg/max(n, 1))
-		}
+		runs, maxima, dmax, davg := runFigures(d, up)
 		if len(runs) == 0 {
 			continue
 		}
@@ -448,6 +430,60 @@ func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
 			ymax[1] = max(ymax[1], v)
 		}
 	}
+	xmax, capMax, err := runCapacities(capP, d, both)
+	if err != nil {
+		return nil, err
+	}
+	ymax[2] = capMax
+	// The runs in the file, not those asked for (Requested, which the
+	// heading names): a run axis is as long as the file, never longer.
+	runMax := float64(len(d.Runs))
+	for i, p := range []*gonum.Plot{maxP, delayP, capP} {
+		p.Y.Max = max(ymax[i]*1.25, 1)
+		if i < 2 {
+			p.X.Min, p.X.Max = 0.5, runMax+0.5
+			p.X.Tick.Marker = runTicks{int(runMax)}
+		} else {
+			p.X.Min, p.X.Max = 0, xmax
+			p.X.Tick.Marker = niceTicks{8}
+		}
+	}
+	delayP.X.Label.Text = LabelRun
+	capP.X.Label.Text = LabelTime
+	return []*gonum.Plot{maxP, delayP, capP}, nil
+}
+
+// runFigures gives, for each run with a test in direction up, its number,
+// its loaded maximum, and the largest and the mean of its Sub-Intervals'
+// delay (the round trip, or the one-way variation where the test measured
+// one way).
+func runFigures(d *Doc, up bool) (runs, maxima, dmax, davg []float64) {
+	for i := range d.Runs {
+		r := d.Runs[i].test(up)
+		if r == nil {
+			continue
+		}
+		runs = append(runs, float64(d.Runs[i].N))
+		maxima = append(maxima, loadedMax(r).Capacity)
+		mx, avg, n := 0.0, 0.0, 0.0
+		for _, iv := range r.Intervals {
+			v, a := iv.RTTMax, iv.RTTAvg
+			if r.OneWay {
+				v, a = iv.PDVMax, iv.PDVAvg
+			}
+			mx, avg, n = max(mx, v), avg+a, n+1
+		}
+		dmax, davg = append(dmax, mx), append(davg, avg/max(n, 1))
+	}
+	return runs, maxima, dmax, davg
+}
+
+// runCapacities draws every run's Sub-Interval capacities over time on capP
+// (downstream dashed where both directions ran; one legend entry per run,
+// or one for all beyond legendMax runs) and returns the longest time axis
+// and the largest capacity drawn.
+func runCapacities(capP *gonum.Plot, d *Doc, both bool) (xmax, ymax float64, err error) {
+	xmax = 1
 	for i := range d.Runs {
 		run := &d.Runs[i]
 		named := false
@@ -467,30 +503,15 @@ func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
 			xs := run.xs(r)
 			caps := column(r, func(iv *Interval) float64 { return iv.Capacity })
 			if err := series(capP, xs, caps, ConnColor(run.N), 1.2, dashes, name); err != nil {
-				return nil, err
+				return 0, 0, err
 			}
 			xmax = max(xmax, xs[len(xs)-1])
 			for _, v := range caps {
-				ymax[2] = max(ymax[2], v)
+				ymax = max(ymax, v)
 			}
 		}
 	}
-	// The runs in the file, not those asked for (Requested, which the
-	// heading names): a run axis is as long as the file, never longer.
-	runMax := float64(len(d.Runs))
-	for i, p := range []*gonum.Plot{maxP, delayP, capP} {
-		p.Y.Max = max(ymax[i]*1.25, 1)
-		if i < 2 {
-			p.X.Min, p.X.Max = 0.5, runMax+0.5
-			p.X.Tick.Marker = runTicks{int(runMax)}
-		} else {
-			p.X.Min, p.X.Max = 0, xmax
-			p.X.Tick.Marker = niceTicks{8}
-		}
-	}
-	delayP.X.Label.Text = LabelRun
-	capP.X.Label.Text = LabelTime
-	return []*gonum.Plot{maxP, delayP, capP}, nil
+	return xmax, ymax, nil
 }
 
 // runTicks labels the run axis at whole runs, at most about 10 labels.
