@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,8 @@ func dnsmasqPath(t *testing.T) string {
 // srvLab is a lab with servers behind SRV records.
 type srvLab struct {
 	l     *netlab.Lab
-	ports map[string]int // by host name: each server's control port
+	ports map[string]int    // by host name: each server's control port
+	addrs map[string]string // by host name: each server's address
 	procs map[string]*proc
 }
 
@@ -53,32 +55,38 @@ type srvRecord struct {
 	prio, weight int
 }
 
-// startSRVLab builds the lab, starts our servers (name -> extra options)
-// and a port nothing listens on ("down"), and dnsmasq with the records.
-func startSRVLab(t *testing.T, servers map[string][]string, records []srvRecord) *srvLab {
+// startSRVLab builds the lab of cfg, starts our servers (name -> extra
+// options; in the server namespace, or in the client's at ClientAddr for
+// the names inClient: on the client's own host, off the lab's path) and a
+// port nothing listens on ("down"), and dnsmasq with the records.
+func startSRVLab(t *testing.T, cfg netlab.Config, servers map[string][]string, records []srvRecord, inClient ...string) *srvLab {
 	t.Helper()
 	dnsmasq := dnsmasqPath(t)
 	processTest(t) // its tests run at a fixed 50 Mbit/s
-	s := &srvLab{l: netlab.New(t, netlab.Config{}), ports: map[string]int{}, procs: map[string]*proc{}}
+	s := &srvLab{l: netlab.New(t, cfg), ports: map[string]int{}, addrs: map[string]string{}, procs: map[string]*proc{}}
 	addr := s.l.ServerAddr.String()
 	next := 31000
 	for name, extra := range servers {
 		next++
-		s.ports[name] = next
+		s.ports[name], s.addrs[name] = next, addr
+		ns := s.l.ServerNS
+		if slices.Contains(inClient, name) {
+			ns, s.addrs[name] = s.l.ClientNS, s.l.ClientAddr.String()
+		}
 		args := append([]string{"server", "-p", fmt.Sprint(next)}, extra...)
-		cmd := s.l.Command(s.l.ServerNS, udpstpBin, append(args, addr)...)
+		cmd := s.l.Command(ns, udpstpBin, append(args, s.addrs[name])...)
 		p := startServerProc(t, cmd, true)
 		p.stopAtCleanup(t, name)
 		s.procs[name] = p
 	}
-	s.ports["down"] = next + 100 // nothing listens there
+	s.ports["down"], s.addrs["down"] = next+100, addr // nothing listens there
 
 	dir := t.TempDir()
 	args := []string{"--no-daemon", "--conf-file=/dev/null", "--port=53", "--listen-address=" + addr, "--bind-interfaces",
 		"--no-resolv", "--no-hosts", "--local=/test/", "--user=root", "--pid-file=" + filepath.Join(dir, "pid"),
 		"--log-queries", "--log-facility=-"}
 	for name := range s.ports {
-		args = append(args, fmt.Sprintf("--host-record=%s.test,%s", name, addr))
+		args = append(args, fmt.Sprintf("--host-record=%s.test,%s", name, s.addrs[name]))
 	}
 	for _, r := range records {
 		if r.target == "" {
@@ -158,7 +166,7 @@ func (s *srvLab) checkUsed(t *testing.T, r srvResult, out, want string) {
 // candidate failing (a clear error listing what was tried), and a record
 // with target "." (no service).
 func TestDnsmasqLabSRVFailover(t *testing.T) {
-	s := startSRVLab(t,
+	s := startSRVLab(t, netlab.Config{},
 		map[string][]string{"a": nil, "b": nil, "full": {"-B", "10"}, "silent": nil, "drain": nil},
 		[]srvRecord{
 			{name: "order", target: "a", prio: 10, weight: 5}, {name: "order", target: "b", prio: 20, weight: 5},
