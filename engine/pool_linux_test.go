@@ -351,22 +351,30 @@ func TestPoolWaitAllocs(t *testing.T) {
 	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
 	core := newFakeCore(0, 0)
 	addTestConn(th, a, core, nil)
+	checkWaitAllocs(t, b, core, func() { th.waitTurn(); th.turn() }, th.wakeups.Load)
+}
+
+// checkWaitAllocs checks an executor's wait and turn, waitTurn, for a
+// core without a deadline: peer sends one datagram per step, so every
+// wait sleeps until it is readable and the turn reads it. Each step must
+// allocate nothing, wait once (wakeups counts) and read its datagram.
+func checkWaitAllocs(t *testing.T, peer *Socket, core *fakeCore, waitTurn func(), wakeups func() uint64) {
+	t.Helper()
 	var sb dataphase.SendBuffer
 	fillPlan(&sb, 1, 0, 200)
 	step := func() {
-		if _, err := b.SendBatch(&sb); err != nil {
+		if _, err := peer.SendBatch(&sb); err != nil {
 			t.Fatal(err)
 		}
-		th.waitTurn()
-		th.turn()
+		waitTurn()
 	}
 	for range 20 {
 		step()
 	}
-	before := th.wakeups.Load()
+	before := wakeups()
 	const runs = 200
 	allocs := race.AllocsPerRun(runs, step)
-	waits := th.wakeups.Load() - before
+	waits := wakeups() - before
 	t.Logf("allocs per wait and turn %v; received %d; wake-ups %d", allocs, core.received.Load(), waits)
 	if allocs != 0 {
 		t.Fatalf("a turn that waits allocates %v times", allocs)
