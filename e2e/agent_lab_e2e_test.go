@@ -196,7 +196,7 @@ func checkOverview(t *testing.T, rows []store.Result, want map[string]struct{ se
 // with the store's figures.
 func checkHistoryJSON(t *testing.T, out []byte, rows []store.Result) {
 	t.Helper()
-	var got []historyRow
+	var got []store.Row
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("history --format json: %v\n%.500s", err, out)
 	}

@@ -110,7 +110,7 @@ func TestHistoryE2E(t *testing.T) {
 				w = fmt.Sprint(*want)
 			}
 			if rec[col] != w {
-				t.Errorf("%s: %s %q, want %q", id, historyColumns[col], rec[col], w)
+				t.Errorf("%s: %s %q, want %q", id, store.RowColumns[col], rec[col], w)
 			}
 		}
 	}
@@ -127,7 +127,7 @@ func TestHistoryE2E(t *testing.T) {
 		t.Fatalf("export: %d lines for %d results", len(lines), len(docs))
 	}
 	for _, l := range lines {
-		var h historyRow
+		var h store.Row
 		if err := json.Unmarshal([]byte(l), &h); err != nil {
 			t.Fatal(err)
 		}
@@ -189,42 +189,6 @@ func TestHistoryE2E(t *testing.T) {
 		t.Errorf("the lists while writing went back: %v", counts)
 	}
 }
-
-// historyRow is a result as `udpstp history` prints it in json and
-// ndjson: the store's column names as keys (docs/history.md), a figure
-// not measured null.
-type historyRow struct {
-	ID          string          `json:"id"`
-	Origin      string          `json:"origin"`
-	Test        string          `json:"test"`
-	Agent       string          `json:"agent"`
-	Server      string          `json:"server"`
-	Client      string          `json:"client"`
-	Start       *time.Time      `json:"start"`
-	End         *time.Time      `json:"end"`
-	Direction   string          `json:"direction"`
-	Status      string          `json:"status"`
-	ErrorStatus int             `json:"error_status"`
-	Warning     string          `json:"warning"`
-	MaxMbps     *float64        `json:"max_mbps"`
-	SummaryMbps *float64        `json:"summary_mbps"`
-	LossRatio   *float64        `json:"loss_ratio"`
-	RTTMinMs    *float64        `json:"rtt_min_ms"`
-	RTTRangeMs  *float64        `json:"rtt_range_ms"`
-	DelayVarMs  *float64        `json:"delay_var_ms"`
-	LoadedMs    *float64        `json:"loaded_ms"`
-	RPM         *float64        `json:"rpm"`
-	Grade       string          `json:"grade"`
-	CrossMbps   *float64        `json:"cross_mbps"`
-	CrossBusy   bool            `json:"cross_busy"`
-	Doc         json.RawMessage `json:"doc,omitempty"` // export only
-}
-
-// historyColumns are history's csv header (docs/history.md), in
-// historyRow's order.
-var historyColumns = []string{"id", "origin", "test", "agent", "server", "client", "start", "end", "direction",
-	"status", "error_status", "warning", "max_mbps", "summary_mbps", "loss_ratio", "rtt_min_ms", "rtt_range_ms",
-	"delay_var_ms", "loaded_ms", "rpm", "grade", "cross_mbps", "cross_busy"}
 
 // withNewline is b ending in a newline, as show --json prints a document.
 func withNewline(b []byte) []byte {

@@ -17,97 +17,26 @@ import (
 	"github.com/udpstp/udpstp/store"
 )
 
-// How `udpstp history` prints results: the field names are the store's
-// column names (snake_case), the same in csv's header, json and ndjson;
-// docs/history.md lists them. A figure the test did not measure is null
-// in JSON and empty in CSV.
-
-// historyRow is a result as json and ndjson print it.
-type historyRow struct {
-	ID          string     `json:"id"`
-	Origin      string     `json:"origin"`
-	Test        string     `json:"test"`
-	Agent       string     `json:"agent"`
-	Server      string     `json:"server"`
-	Client      string     `json:"client"`
-	Start       *time.Time `json:"start"`
-	End         *time.Time `json:"end"`
-	Direction   string     `json:"direction"`
-	Status      string     `json:"status"`
-	ErrorStatus int        `json:"error_status"`
-	Warning     string     `json:"warning"`
-	MaxMbps     *float64   `json:"max_mbps"`
-	SummaryMbps *float64   `json:"summary_mbps"`
-	LossRatio   *float64   `json:"loss_ratio"`
-	RTTMinMs    *float64   `json:"rtt_min_ms"`
-	RTTRangeMs  *float64   `json:"rtt_range_ms"`
-	DelayVarMs  *float64   `json:"delay_var_ms"`
-	LoadedMs    *float64   `json:"loaded_ms"`
-	RPM         *float64   `json:"rpm"`
-	Grade       string     `json:"grade"`
-	// CrossMbps and CrossBusy: the probe's line's other traffic
-	// (docs/agent.md, "Cross-traffic"); null: not measured.
-	CrossMbps *float64        `json:"cross_mbps"`
-	CrossBusy bool            `json:"cross_busy"`
-	Doc       json.RawMessage `json:"doc,omitempty"` // export only
-}
-
-// historyColumns are csv's header, in historyRow's order (without doc).
-var historyColumns = []string{"id", "origin", "test", "agent", "server", "client", "start", "end", "direction",
-	"status", "error_status", "warning", "max_mbps", "summary_mbps", "loss_ratio", "rtt_min_ms", "rtt_range_ms",
-	"delay_var_ms", "loaded_ms", "rpm", "grade", "cross_mbps", "cross_busy"}
-
-func rowOf(r *store.Result) historyRow {
-	t := func(v time.Time) *time.Time {
-		if v.IsZero() {
-			return nil
-		}
-		u := v.UTC()
-		return &u
-	}
-	return historyRow{ID: r.ID, Origin: string(r.Origin), Test: r.Test, Agent: r.Agent, Server: r.Server, Client: r.Client,
-		Start: t(r.Start), End: t(r.End), Direction: r.Direction, Status: string(r.Status), ErrorStatus: r.ErrorStatus,
-		Warning: r.Warning, MaxMbps: r.MaxMbps, SummaryMbps: r.SummaryMbps, LossRatio: r.LossRatio, RTTMinMs: r.RTTMinMs,
-		RTTRangeMs: r.RTTRangeMs, DelayVarMs: r.DelayVarMs, LoadedMs: r.LoadedMs, RPM: r.RPM, Grade: r.Grade,
-		CrossMbps: r.CrossMbps, CrossBusy: r.CrossBusy}
-}
-
-// record is the row's CSV fields, historyColumns' order.
-func (h *historyRow) record() []string {
-	t := func(v *time.Time) string {
-		if v == nil {
-			return ""
-		}
-		return v.Format(time.RFC3339Nano)
-	}
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'g', -1, 64)
-	}
-	return []string{h.ID, h.Origin, h.Test, h.Agent, h.Server, h.Client, t(h.Start), t(h.End), h.Direction,
-		h.Status, strconv.Itoa(h.ErrorStatus), h.Warning, f(h.MaxMbps), f(h.SummaryMbps), f(h.LossRatio),
-		f(h.RTTMinMs), f(h.RTTRangeMs), f(h.DelayVarMs), f(h.LoadedMs), f(h.RPM), h.Grade,
-		f(h.CrossMbps), strconv.FormatBool(h.CrossBusy)}
-}
+// How `udpstp history` prints results: as store.Row (store/row.go), whose
+// field names are the store's column names, the same in csv's header,
+// json and ndjson.
 
 // writeResults prints rs in format.
 func writeResults(w io.Writer, format string, rs []store.Result) error {
 	switch format {
 	case "csv":
 		cw := csv.NewWriter(w) // RFC 4180 quoting
-		cw.Write(historyColumns)
+		cw.Write(store.RowColumns)
 		for i := range rs {
-			row := rowOf(&rs[i])
-			cw.Write(row.record())
+			row := rs[i].Row()
+			cw.Write(row.Record())
 		}
 		cw.Flush()
 		return cw.Error()
 	case "json":
-		rows := make([]historyRow, 0, len(rs))
+		rows := make([]store.Row, 0, len(rs))
 		for i := range rs {
-			rows = append(rows, rowOf(&rs[i]))
+			rows = append(rows, rs[i].Row())
 		}
 		b, err := json.MarshalIndent(rows, "", "  ")
 		if err != nil {
@@ -118,7 +47,7 @@ func writeResults(w io.Writer, format string, rs []store.Result) error {
 	case "ndjson":
 		enc := json.NewEncoder(w)
 		for i := range rs {
-			if err := enc.Encode(rowOf(&rs[i])); err != nil {
+			if err := enc.Encode(rs[i].Row()); err != nil {
 				return err
 			}
 		}
@@ -196,7 +125,7 @@ func exportResults(ctx context.Context, w io.Writer, st store.Store, f store.Fil
 		if err != nil {
 			return fmt.Errorf("history export: result %s: %w", rs[i].ID, err)
 		}
-		row := rowOf(full)
+		row := full.Row()
 		if json.Valid(full.Doc) {
 			var b bytes.Buffer
 			if json.Compact(&b, full.Doc) == nil {

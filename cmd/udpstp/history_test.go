@@ -116,9 +116,9 @@ func historyList(t *testing.T, s *seeded) {
 	if r.code != 0 {
 		t.Fatalf("history: exit %d %q", r.code, r.msg)
 	}
-	var got []historyRow
+	var got []store.Row
 	for _, l := range strings.Split(strings.TrimSpace(r.out), "\n") {
-		var h historyRow
+		var h store.Row
 		if err := json.Unmarshal([]byte(l), &h); err != nil {
 			t.Fatalf("ndjson line %q: %v", l, err)
 		}
@@ -128,7 +128,7 @@ func historyList(t *testing.T, s *seeded) {
 		t.Fatalf("ndjson: %d rows, want %d", len(got), len(s.rows))
 	}
 	for i, h := range got {
-		w := rowOf(&s.rows[i])
+		w := s.rows[i].Row()
 		hb, _ := json.Marshal(h)
 		wb, _ := json.Marshal(w)
 		if !bytes.Equal(hb, wb) {
@@ -145,7 +145,7 @@ func historyList(t *testing.T, s *seeded) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := slices.Clone(historyColumns)
+	want := slices.Clone(store.RowColumns)
 	sort.Strings(want)
 	if !slices.Equal(keys, want) {
 		t.Errorf("ndjson keys %v, want %v", keys, want)
@@ -156,7 +156,7 @@ func historyList(t *testing.T, s *seeded) {
 
 	// json: one array, the same rows.
 	r = run(t, "history", "--store", s.spec, "--format", "json")
-	var arr []historyRow
+	var arr []store.Row
 	if err := json.Unmarshal([]byte(r.out), &arr); err != nil || len(arr) != len(s.rows) || arr[0].ID != s.rows[0].ID {
 		t.Errorf("json: %v, %d rows", err, len(arr))
 	}
@@ -165,13 +165,13 @@ func historyList(t *testing.T, s *seeded) {
 	// quotes and a newline.
 	r = run(t, "history", "list", "--format=csv", "--store", s.spec)
 	recs, err := csv.NewReader(strings.NewReader(r.out)).ReadAll()
-	if err != nil || len(recs) != len(s.rows)+1 || !slices.Equal(recs[0], historyColumns) {
+	if err != nil || len(recs) != len(s.rows)+1 || !slices.Equal(recs[0], store.RowColumns) {
 		t.Fatalf("csv: %v, %d records, header %v", err, len(recs), recs[0])
 	}
 	for i, rec := range recs[1:] {
-		w := rowOf(&s.rows[i])
-		if !slices.Equal(rec, w.record()) {
-			t.Errorf("csv row %d: %q, want %q", i, rec, w.record())
+		w := s.rows[i].Row()
+		if !slices.Equal(rec, w.Record()) {
+			t.Errorf("csv row %d: %q, want %q", i, rec, w.Record())
 		}
 	}
 	if !strings.Contains(r.out, `"refused, ""busy""`+"\n"+`retry later"`) {
@@ -204,7 +204,7 @@ func historyFilters(t *testing.T, s *seeded) {
 		if r.code != 0 {
 			t.Fatalf("%q: exit %d %q", args, r.code, r.msg)
 		}
-		var rows []historyRow
+		var rows []store.Row
 		if err := json.Unmarshal([]byte(r.out), &rows); err != nil {
 			t.Fatalf("%q: %v", args, err)
 		}
@@ -276,7 +276,7 @@ func historyShowExportPlot(t *testing.T, s *seeded) {
 		t.Fatalf("export: exit %d %q, %d lines", r.code, r.msg, len(lines))
 	}
 	for i, l := range lines {
-		var h historyRow
+		var h store.Row
 		if err := json.Unmarshal([]byte(l), &h); err != nil {
 			t.Fatalf("export line %d: %v", i, err)
 		}
@@ -461,7 +461,7 @@ func TestHistoryColumnsAreTheStores(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cols, historyColumns) {
-		t.Errorf("results table's columns %v,\nhistory's %v", cols, historyColumns)
+	if !slices.Equal(cols, store.RowColumns) {
+		t.Errorf("results table's columns %v,\nhistory's %v", cols, store.RowColumns)
 	}
 }
