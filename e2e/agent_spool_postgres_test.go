@@ -22,22 +22,6 @@ import (
 	"github.com/udpstp/udpstp/store"
 )
 
-// agentOutage is how long TestAgentSpoolPostgresOutage keeps PostgreSQL
-// down: $UDPSTP_SPOOL_OUTAGE (a Go duration; asked for a minute,
-// "1m"), 10 s by default so that make test stays short.
-func agentOutage(t *testing.T) time.Duration {
-	t.Helper()
-	v := os.Getenv("UDPSTP_SPOOL_OUTAGE")
-	if v == "" {
-		return 10 * time.Second
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		t.Fatalf("UDPSTP_SPOOL_OUTAGE=%q: want a duration such as 1m", v)
-	}
-	return d
-}
-
 // spoolAgent is one `udpstp agent --store postgres://... --spool PATH`.
 type spoolAgent struct {
 	*proc
@@ -98,7 +82,7 @@ func TestAgentSpoolPostgresOutage(t *testing.T) {
 	processTest(t)
 	c := pgtest.Start(t)
 	dsn := c.NewDatabase(t)
-	outage := agentOutage(t)
+	outage := pgtest.Outage(t)
 	port := freePort(t, "127.0.0.1")
 	spawnServer(t, udpstpBin, "server", "-p", strconv.Itoa(port), "127.0.0.1")
 	config := filepath.Join(t.TempDir(), "agent.toml")

@@ -5,7 +5,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,22 +14,6 @@ import (
 	"github.com/udpstp/udpstp/internal/testkit/pgtest"
 )
 
-// spoolOutage is how long TestSpoolPostgresOutage keeps PostgreSQL down:
-// $UDPSTP_SPOOL_OUTAGE (a Go duration; asked for a minute, "1m"),
-// 10 s by default so that make test stays short.
-func spoolOutage(t *testing.T) time.Duration {
-	t.Helper()
-	v := os.Getenv("UDPSTP_SPOOL_OUTAGE")
-	if v == "" {
-		return 10 * time.Second
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		t.Fatalf("UDPSTP_SPOOL_OUTAGE=%q: want a duration such as 1m", v)
-	}
-	return d
-}
-
 // TestSpoolPostgresOutage: three agents, each with its own SQLite spool
 // and its own connection to one PostgreSQL, write results before, during
 // and after an outage of the cluster (pgtest's Stop and Start): no Put
@@ -38,7 +21,7 @@ func spoolOutage(t *testing.T) time.Duration {
 // is in PostgreSQL once, none twice, none missing.
 func TestSpoolPostgresOutage(t *testing.T) {
 	c := pgtest.Start(t)
-	outage := spoolOutage(t)
+	outage := pgtest.Outage(t)
 	ctx := context.Background()
 	db := c.NewDatabase(t)
 	dir := t.TempDir()

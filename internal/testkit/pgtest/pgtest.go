@@ -26,6 +26,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Version is the PostgreSQL major version the tests use (Debian's).
@@ -231,4 +232,20 @@ func tail(b []byte) string {
 		lines = lines[len(lines)-20:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Outage is how long a spool test keeps PostgreSQL down:
+// $UDPSTP_SPOOL_OUTAGE (a Go duration; asked for a minute, "1m"), 10 s by
+// default so that make test stays short.
+func Outage(t testing.TB) time.Duration {
+	t.Helper()
+	v := os.Getenv("UDPSTP_SPOOL_OUTAGE")
+	if v == "" {
+		return 10 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("UDPSTP_SPOOL_OUTAGE=%q: want a duration such as 1m", v)
+	}
+	return d
 }
