@@ -21,8 +21,8 @@
 //
 // The files a service reads at its own paths (the agent's configuration,
 // the SQLite store's database, WAL, index and journal) are opened by the
-// same rules (read.go): OpenRegular, ReadFile with a bound on the size,
-// and CheckRegular (lstat only) for a name another library opens itself.
+// same rules: Open, ReadFile (read.go) with a bound on the size, and
+// CheckRegular (lstat only) for a name another library opens itself.
 //
 // It sits in internal/ because it is a mechanism of this module's
 // commands, not part of the API other programs import; report, client and

@@ -19,35 +19,10 @@ import (
 // takes.
 var ErrTooLarge = errors.New("larger than allowed")
 
-// OpenRegular opens the regular file at path for reading: neither through
-// a symbolic link at the name nor waiting for a FIFO's writer (O_NOFOLLOW,
-// O_NONBLOCK), and only if what it opened is a regular file; anything
-// else is an error that wraps ErrNotRegular and names what is there. The
-// directories above the name are trusted.
-func OpenRegular(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, &notRegular{path, kind(fi.Mode())}
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		return nil, err
-	}
-	// What was opened counts: the name may have changed since the Lstat.
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = &notRegular{path, kind(fi.Mode())}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// ReadFile reads the regular file at path (as OpenRegular opens it), at
-// most limit bytes: a longer file is an error that wraps ErrTooLarge.
+// ReadFile reads the regular file at path (as Open opens it), at most
+// limit bytes: a longer file is an error that wraps ErrTooLarge.
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := OpenRegular(path)
+	f, err := Open(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
