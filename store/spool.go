@@ -705,17 +705,5 @@ func (l *lazy) Close() error {
 // not answer now) over a local SQLite store at localPath, its outbox at
 // localPath + ".outbox".
 func OpenSpool(ctx context.Context, remote, localPath string, o SpoolOptions) (*Spool, error) {
-	local, err := Open(ctx, "sqlite:"+localPath)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	if o.Outbox == "" {
-		o.Outbox = localPath + ".outbox"
-	}
-	s, err := NewSpool(local, OpenLazy(remote), o)
-	if err != nil {
-		local.Close()
-		return nil, err
-	}
-	return s, nil
+	return OpenSpoolTo(ctx, OpenLazy(remote), localPath, o)
 }
