@@ -169,7 +169,7 @@ func (p *plausible) init(par *Params, start clock.Time) {
 // sample records the sent totals at now (before the plan of now is sent)
 // every sampleEvery.
 func (p *plausible) sample(now clock.Time) {
-	if !p.on || now < p.nextSample || len(p.ring) == 0 {
+	if !p.on || now < p.nextSample {
 		return
 	}
 	p.ring[p.ringN%len(p.ring)] = sentSample{at: now, dgrams: p.dgrams, bytes: p.bytes}

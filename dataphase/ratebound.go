@@ -50,13 +50,8 @@ func (b *RateBound) clamp(r SendingRate, ipv6 bool) SendingRate {
 	return r
 }
 
-// congested reports whether a Trial Interval that received bytes of UDP
-// payload in datagrams over deltaUs microseconds ran above the bound's
-// trigger.
-func (b *RateBound) congested(bytes, datagrams, deltaUs uint32, ipv6 bool) bool {
-	if b.Mbps <= 0 || deltaUs == 0 {
-		return false
-	}
-	l3 := float64(uint64(bytes) + uint64(datagrams)*uint64(L3Overhead(ipv6)))
-	return l3*8/float64(deltaUs) > b.Mbps*receiveShare // bits per µs: Mbit/s
+// congested reports whether the Trial Interval t (what it received) ran
+// above the bound's trigger.
+func (b *RateBound) congested(t *TrialInfo, ipv6 bool) bool {
+	return b.Mbps > 0 && t.L3Mbps(ipv6) > b.Mbps*receiveShare
 }

@@ -20,14 +20,14 @@ func TestRateBound(t *testing.T) {
 		perDgram := uint32(DefaultPayload)
 		at := func(share float64) bool {
 			n := uint32(mbps * share * 50000 / 8 / float64(perDgram+l3Overhead))
-			return b.congested(n*perDgram, n, 50000, false)
+			return b.congested(&TrialInfo{Bytes: n * perDgram, Datagrams: n, DeltaTimeUs: 50000}, false)
 		}
 		if mbps >= 40 && (!at(1) || at(0.5)) {
 			t.Errorf("bound %v: congested at the bound %v, at half of it %v", mbps, at(1), at(0.5))
 		}
 	}
 	var none RateBound
-	if r := table[1100]; none.clamp(r, false) != r || none.congested(1<<30, 1<<20, 1000, false) {
+	if r := table[1100]; none.clamp(r, false) != r || none.congested(&TrialInfo{Bytes: 1 << 30, Datagrams: 1 << 20, DeltaTimeUs: 1000}, false) {
 		t.Error("no bound changed a row or reported congestion")
 	}
 }

@@ -81,7 +81,7 @@ func (c *Conn) pollStatus(now clock.Pair, b *SendBuffer) bool {
 	}
 	c.trafficCheck(now.Mono)
 	c.rcv.buildStatus(s, now.Wall)
-	if !c.p.Server && c.p.Bound.congested(s.TiRxBytes, s.TiRxDatagrams, s.TiDeltaTime, c.p.IPv6) {
+	if !c.p.Server && c.p.Bound.congested(&TrialInfo{Datagrams: s.TiRxDatagrams, Bytes: s.TiRxBytes, DeltaTimeUs: s.TiDeltaTime}, c.p.IPv6) {
 		// Above the client's bound (ratebound.go): a congested Trial
 		// Interval, by the delay input the server's search reads.
 		over := c.p.UpperThresh + 1
