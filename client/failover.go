@@ -36,10 +36,10 @@ const FailoverBudget = 3 * control.SetupTimeout
 // MaxCandidates bounds how many candidates one test tries: refusals and
 // ICMP errors come back at once, so FailoverBudget alone would let a
 // `srv:NAME` with hundreds of records that all refuse (a hostile or broken
-// zone) send a Setup Request to each of them. Eight covers any real
-// fleet's failover order (docs/fleet.md); the rest are listed as not
-// tried.
-const MaxCandidates = 8
+// zone) send a Setup Request to each of them. It is discover's bound,
+// which the lookups already hold to; the search holds to it too, for a
+// list made otherwise, and lists the rest as not tried.
+const MaxCandidates = discover.MaxCandidates
 
 // failover is a run's candidate servers, looked up once per Run.
 type failover struct {
