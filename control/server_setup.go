@@ -68,10 +68,13 @@ func (s *Server) handleSetup(ctl Socket, b []byte, from netip.AddrPort, to netip
 	if sc != nil {
 		testPort = sc.sock.LocalAddr().Port()
 	}
-	resp := setupResponse(b, form, &req, code, testPort, keys, checked, now)
+	// A refusal over its source's answer budget is counted and dropped
+	// before its answer is built (an allocation, and an HMAC for a keyed
+	// request): that is the forged flood's case.
 	if code != SetupNone && !s.refused(&req, code, from, now) {
 		return
 	}
+	resp := setupResponse(b, form, &req, code, testPort, keys, checked, now)
 	if err := sendControl(ctl, resp, from, to); err != nil {
 		s.log.Error("cannot send setup response", "to", from, "err", err)
 	}
