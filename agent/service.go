@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/udpstp/udpstp/internal/listenaddr"
 	"github.com/udpstp/udpstp/internal/sdnotify"
 	"github.com/udpstp/udpstp/store"
 )
@@ -86,7 +87,7 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	if err := a.Restore(ctx); err != nil {
 		log.Error("restoring the last results", "err", err)
 	}
-	ln, err := net.Listen(listenNetwork(sc.HTTP), sc.HTTP)
+	ln, err := net.Listen(listenaddr.Network(sc.HTTP), sc.HTTP)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
@@ -147,16 +148,6 @@ func openStore(ctx context.Context, sc ServeConfig, log *slog.Logger) (store.Sto
 	// The last test's result reaches the remote before the agent exits,
 	// if it answers; what it does not take waits for the next start.
 	return store.OpenSpool(ctx, sc.Store, sc.Spool, store.SpoolOptions{Log: log, FlushOnClose: store.SpoolCloseFlush})
-}
-
-// listenNetwork is "tcp4" for an IPv4 address (0.0.0.0 is IPv4's any,
-// not IPv6's too, as the server's listeners take it), else "tcp".
-func listenNetwork(addr string) string {
-	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err == nil && ip != nil && ip.To4() != nil {
-		return "tcp4"
-	}
-	return "tcp"
 }
 
 // inFlightPath is the in-flight file (inflight.go) beside the agent's

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/udpstp/udpstp/internal/listenaddr"
 	"github.com/udpstp/udpstp/metrics"
 	"github.com/udpstp/udpstp/store"
 	"github.com/udpstp/udpstp/web"
@@ -74,12 +75,12 @@ func Serve(ctx context.Context, sc ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", sc.Listen)
+	ln, err := net.Listen(listenaddr.Network(sc.Listen), sc.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer ln.Close()
-	pln, err := net.Listen("tcp", sc.HTTP)
+	pln, err := net.Listen(listenaddr.Network(sc.HTTP), sc.HTTP)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}

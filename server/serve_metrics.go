@@ -13,13 +13,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 
 	"github.com/udpstp/udpstp/control"
 	"github.com/udpstp/udpstp/engine"
 	"github.com/udpstp/udpstp/internal/buildinfo"
 	"github.com/udpstp/udpstp/internal/enginenet"
+	"github.com/udpstp/udpstp/internal/listenaddr"
 	"github.com/udpstp/udpstp/metrics"
 )
 
@@ -29,38 +29,16 @@ type metricsEndpoint struct {
 }
 
 // listenMetrics binds addr ("": no endpoint, a nil endpoint) on the
-// families it names (metricsNetwork).
+// families it names (listenaddr.Network).
 func listenMetrics(addr string, opt func(string) option) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen(metricsNetwork(addr), addr)
+	ln, err := net.Listen(listenaddr.Network(addr), addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", opt("metrics-listen"), err)
 	}
 	return &metricsEndpoint{ln: ln}, nil
-}
-
-// metricsNetwork is the network addr asks for: an IPv4 address (0.0.0.0
-// too) is IPv4 only, an IPv6 address IPv6 only, and both only when asked
-// by [::], every address of both. Go's "tcp" would put 0.0.0.0 on a
-// dual-stack socket, which listens on IPv6 too. A host name is left to
-// the resolver: its first address.
-func metricsNetwork(addr string) string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "tcp"
-	}
-	a, err := netip.ParseAddr(host)
-	switch {
-	case err != nil:
-		return "tcp"
-	case a.Is4():
-		return "tcp4"
-	case a.IsUnspecified():
-		return "tcp" // [::]: IPv4 and IPv6
-	}
-	return "tcp6"
 }
 
 // close closes the listener of an endpoint that never served (Serve

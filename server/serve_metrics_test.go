@@ -9,20 +9,6 @@ import (
 	"time"
 )
 
-// TestMetricsNetwork: an IPv4 address listens on IPv4 only (0.0.0.0 too,
-// which Go's "tcp" would put on a dual-stack socket), an IPv6 address on
-// IPv6 only, [::] on both.
-func TestMetricsNetwork(t *testing.T) {
-	for addr, want := range map[string]string{
-		"0.0.0.0:24602": "tcp4", "192.0.2.1:24602": "tcp4", "[2001:db8::1]:24602": "tcp6", "[::1]:24602": "tcp6",
-		"[::]:24602": "tcp", "localhost:24602": "tcp",
-	} {
-		if got := metricsNetwork(addr); got != want {
-			t.Errorf("%s: %s, want %s", addr, got, want)
-		}
-	}
-}
-
 // TestMetricsWildcardIPv4Only: an endpoint bound to 0.0.0.0 answers on
 // 127.0.0.1 and not on ::1; one bound to [::] answers on both.
 func TestMetricsWildcardIPv4Only(t *testing.T) {
