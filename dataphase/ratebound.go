@@ -13,7 +13,9 @@ type RateBound struct {
 	// Mbps is the bound at the IP layer, Mbit/s; 0: none.
 	Mbps float64
 	// Row is the highest table row at or below sendShare of the bound:
-	// what an upstream Load Sender sends in place of a faster row.
+	// what an upstream Load Sender sends in place of a faster row. Under
+	// a bound below the table's first row it is that row, the least a
+	// Load Sender sends: the bound is then exceeded, not the test voided.
 	Row SendingRate
 }
 
@@ -33,7 +35,9 @@ func NewRateBound(mbps float64, o TableOptions) RateBound {
 	if mbps <= 0 {
 		return RateBound{}
 	}
-	for _, r := range BuildRateTable(o) {
+	table := BuildRateTable(o)
+	b.Row = table[0]
+	for _, r := range table[1:] {
 		if r.L3Mbps(false) <= mbps*sendShare {
 			b.Row = r
 		}

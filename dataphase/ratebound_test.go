@@ -31,3 +31,14 @@ func TestRateBound(t *testing.T) {
 		t.Error("no bound changed a row or reported congestion")
 	}
 }
+
+// A bound below the table's first row (a small max_rate_mbps split over
+// many Test Connections) still sends: the first row, not the zero row
+// that disarms both transmitters and voids the test.
+func TestRateBoundBelowFirstRow(t *testing.T) {
+	table := BuildRateTable(TableOptions{})
+	b := NewRateBound(table[0].L3Mbps(false)/2, TableOptions{})
+	if got := b.clamp(table[100], false); got != table[0] || got.L3Mbps(false) <= 0 {
+		t.Fatalf("row 100 under a bound of %v Mbit/s sent as %+v, want the first row %+v", b.Mbps, got, table[0])
+	}
+}
