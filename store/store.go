@@ -71,9 +71,9 @@ type Result struct {
 	Grade    string
 
 	// CrossMbps is the other traffic (not the test's) the probe's
-	// interface carried around the test, in Mbit/s: the largest of its
-	// rate before, during and after the test (docs/agent.md,
-	// "Cross-traffic"); nil: not measured. CrossBusy: it was above the
+	// interface carried during the test, in Mbit/s (the rates before and
+	// after it are logged; docs/agent.md, "Cross-traffic"); nil: not
+	// measured. CrossBusy: it was above the
 	// agent's threshold, so the test shared its line and measured less
 	// than the line can carry.
 	CrossMbps *float64
