@@ -77,7 +77,8 @@ type Archive struct {
 	// those that came after Close.
 	Written, Failed, Dropped atomic.Uint64
 
-	failing uint64 // file writes failed since the last that did not (run's)
+	failing      uint64 // file writes failed since the last that did not (run's)
+	storeFailing uint64 // the same for the store's Puts (run's)
 }
 
 // Open checks cfg, finishes the files a crash left (Recover), and starts
@@ -267,9 +268,18 @@ func (a *Archive) write(t *control.TestRecord) {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		err := a.cfg.Store.Put(ctx, r.result(line))
 		cancel()
+		// As for the files: a store that refuses (a spool's disk full,
+		// a remote down without one) refuses every record until it
+		// recovers, so one line for the episode.
 		if err != nil {
 			ok = false
-			a.log.Error("archive: store", "uuid", r.UUID, "err", err)
+			if a.storeFailing == 0 {
+				a.log.Error("archive: store failed; failures are counted until one succeeds", "uuid", r.UUID, "err", err)
+			}
+			a.storeFailing++
+		} else if a.storeFailing > 0 {
+			a.log.Info("archive: storing again", "failed_before", a.storeFailing)
+			a.storeFailing = 0
 		}
 	}
 	if ok {

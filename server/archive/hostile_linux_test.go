@@ -8,8 +8,10 @@ package archive
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -17,11 +19,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/udpstp/udpstp/internal/testkit/await"
+	"github.com/udpstp/udpstp/store"
 )
 
 // lockedBuffer is a log the archive's goroutine writes and the test
@@ -284,5 +288,50 @@ func TestLoadKeyPlanted(t *testing.T) {
 		if cost > 1<<20 {
 			t.Errorf("%s: %d bytes allocated", name, cost)
 		}
+	}
+}
+
+// refusingStore refuses every Put while refuse is set, as a spool whose
+// disk is full does.
+type refusingStore struct {
+	store.Store // the archive calls only Put and Close
+	refuse      atomic.Bool
+}
+
+func (s *refusingStore) Put(context.Context, *store.Result) error {
+	if s.refuse.Load() {
+		return errors.New("spool: disk full")
+	}
+	return nil
+}
+
+func (s *refusingStore) Close() error { return nil }
+
+// TestStoreFailuresLoggedOnce: a store that refuses every record logs one
+// line for the episode, not one per record, and the count when it takes
+// one again, as a full disk does for the files (TestFullDisk).
+func TestStoreFailuresLoggedOnce(t *testing.T) {
+	st := &refusingStore{}
+	st.refuse.Store(true)
+	var log lockedBuffer
+	a, err := Open(Config{Store: st, Plain: true, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const refused = 20
+	for i := range refused {
+		a.Add(testRecord(2, uint16(4001+i)))
+	}
+	await.True(t, "every record refused", func() bool { return a.Failed.Load() == refused })
+	st.refuse.Store(false)
+	a.Add(testRecord(2, 4100))
+	await.True(t, "the record stored", func() bool { return a.Written.Load() == 1 })
+	out := log.String()
+	if n := strings.Count(out, "archive: store failed"); n != 1 {
+		t.Errorf("%d lines for %d refused records, want 1:\n%s", n, refused, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("failed_before=%d", refused)) {
+		t.Errorf("no line with the count when the store took a record again:\n%s", out)
 	}
 }
