@@ -77,8 +77,7 @@ type Archive struct {
 	// those that came after Close.
 	Written, Failed, Dropped atomic.Uint64
 
-	failing      uint64 // file writes failed since the last that did not (run's)
-	storeFailing uint64 // the same for the store's Puts (run's)
+	fileFailures, putFailures episode // of the file writes and the store's Puts (run's)
 }
 
 // Open checks cfg, finishes the files a crash left (Recover), and starts
@@ -253,16 +252,8 @@ func (a *Archive) write(t *control.TestRecord) {
 	if a.files != nil {
 		// A full disk fails every record until space returns: one line
 		// for the episode, then the count when a write succeeds again.
-		if err := a.files.write(append(line, '\n')); err != nil {
-			ok = false
-			if a.failing == 0 {
-				a.log.Error("archive: write failed; failures are counted until one succeeds", "uuid", r.UUID, "err", err)
-			}
-			a.failing++
-		} else if a.failing > 0 {
-			a.log.Info("archive: writing again", "failed_before", a.failing)
-			a.failing = 0
-		}
+		err := a.files.write(append(line, '\n'))
+		ok = a.fileFailures.note(a.log, "write", "writing", r.UUID, err)
 	}
 	if a.cfg.Store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -270,17 +261,8 @@ func (a *Archive) write(t *control.TestRecord) {
 		cancel()
 		// As for the files: a store that refuses (a spool's disk full,
 		// a remote down without one) refuses every record until it
-		// recovers, so one line for the episode.
-		if err != nil {
-			ok = false
-			if a.storeFailing == 0 {
-				a.log.Error("archive: store failed; failures are counted until one succeeds", "uuid", r.UUID, "err", err)
-			}
-			a.storeFailing++
-		} else if a.storeFailing > 0 {
-			a.log.Info("archive: storing again", "failed_before", a.storeFailing)
-			a.storeFailing = 0
-		}
+		// recovers.
+		ok = a.putFailures.note(a.log, "store", "storing", r.UUID, err) && ok
 	}
 	if ok {
 		a.Written.Add(1)
@@ -312,4 +294,28 @@ func (a *Archive) Waiting() (int, bool) {
 		return 0, false
 	}
 	return sp.Pending(), true
+}
+
+// episode counts the failures of one kind of write since the last that
+// succeeded: one that lasts (a full disk fails every record until space
+// returns) logs one line for the episode, then the count when a write
+// succeeds again.
+type episode struct{ failing uint64 }
+
+// note records the outcome err of a write of record uuid ("write" or
+// "store"; "writing" or "storing" once it works again) and reports
+// whether it succeeded.
+func (e *episode) note(log *slog.Logger, what, doing, uuid string, err error) bool {
+	if err != nil {
+		if e.failing == 0 {
+			log.Error("archive: "+what+" failed; failures are counted until one succeeds", "uuid", uuid, "err", err)
+		}
+		e.failing++
+		return false
+	}
+	if e.failing > 0 {
+		log.Info("archive: "+doing+" again", "failed_before", e.failing)
+		e.failing = 0
+	}
+	return true
 }
