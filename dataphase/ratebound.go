@@ -8,7 +8,9 @@ package dataphase
 // assign; as a Load Receiver it reports a Trial Interval received above
 // the bound's trigger as congested (a delay variation above the upper
 // threshold), as a bottleneck of that rate would, and the server's search
-// backs off there. The figures of the client's own report are untouched.
+// backs off there. The figures of the client's own report (its
+// Sub-Intervals, from what it received) are untouched; its Trial Interval
+// events (the -v lines) show the Status PDU as sent, congestion included.
 type RateBound struct {
 	// Mbps is the bound at the IP layer, Mbit/s; 0: none.
 	Mbps float64

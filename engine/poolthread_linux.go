@@ -63,7 +63,7 @@ type poolThread struct {
 	quitting bool
 	group    clock.Time // the grouping window; 0: none
 	// groupByLoad: group follows live (groupFor); groupMax is the widest
-	// window the thread has used, for Pool.GroupingWindow.
+	// window the thread has used, for PoolStats.GroupMax.
 	groupByLoad bool
 	groupMax    atomic.Int64
 	readN       int // datagrams read in the current turn
