@@ -6,8 +6,8 @@ package main
 // flash: the server and client with OB-UDPST's command line (also as the
 // drop-in udpst), the rate table, version, man page and completions, and
 // nothing a device running tests does not need. This file is where such
-// parts are left out (commands_full.go has them): `udpstp plot` (gonum's
-// plotting and fonts), `udpstp history`, `udpstp agent` and `udpstp
+// parts are left out (commands_full.go has them): `udpstp plot` (its
+// font and rasterizer), `udpstp history`, `udpstp agent` and `udpstp
 // collector` (the result store, the web page, Prometheus's client).
 // docs/install.md, "Router builds", has the sizes.
 

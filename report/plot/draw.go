@@ -1,7 +1,6 @@
 package plot
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"io"
@@ -9,14 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	gonum "gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Format is an output format.
@@ -37,14 +28,6 @@ func FormatOf(path string) (Format, error) {
 	}
 	return 0, fmt.Errorf("%q: the file name must end in .svg or .png, which selects the format", path)
 }
-
-// Figure size: panels of panelHeight stacked, width across; PNG at dpi.
-const (
-	width       = 9 * vg.Inch
-	panelHeight = 2.3 * vg.Inch
-	titleHeight = 0.55 * vg.Inch
-	dpi         = 96
-)
 
 // Panel titles, which tests and readers look for.
 const (
@@ -98,59 +81,6 @@ func Render(w io.Writer, r *Result, f Format) error {
 	return renderFigure(w, f, head, sub, panels)
 }
 
-// renderFigure draws the two title lines and the panels, stacked, in
-// format f to w.
-func renderFigure(w io.Writer, f Format, head, sub string, panels []*gonum.Plot) error {
-	h := titleHeight + vg.Length(len(panels))*panelHeight
-	var c vg.CanvasWriterTo
-	switch f {
-	case SVG:
-		c = &sansSVG{vgsvg.New(width, h)}
-	case PNG:
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))}
-	default:
-		return fmt.Errorf("unknown format %d", f)
-	}
-	dc := draw.New(c)
-	title(dc, head, sub)
-	body := dc
-	body.Max.Y -= titleHeight
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: 2, PadBottom: 4, PadLeft: 4, PadRight: 12, PadY: 10}
-	grid := make([][]*gonum.Plot, len(panels))
-	for i, p := range panels {
-		grid[i] = []*gonum.Plot{p}
-	}
-	cells := gonum.Align(grid, tiles, body)
-	for i, p := range panels {
-		p.Draw(cells[i][0])
-	}
-	if _, err := c.WriteTo(w); err != nil {
-		return fmt.Errorf("writing the plot: %w", err)
-	}
-	return nil
-}
-
-// sansSVG writes gonum's SVG with a font fallback. gonum names only the
-// font it measured the text with, Liberation Sans, which few machines
-// have, and without embedding it (hundreds of kilobytes) a browser falls
-// back to its default, usually a serif. Arial and Helvetica have the
-// same metrics as Liberation Sans, so the layout holds with them.
-type sansSVG struct{ *vgsvg.Canvas }
-
-const (
-	svgFont         = "font-family:Liberation Sans;"
-	svgFontFallback = "font-family:Liberation Sans,Arial,Helvetica,sans-serif;"
-)
-
-func (c *sansSVG) WriteTo(w io.Writer) (int64, error) {
-	var b bytes.Buffer
-	if _, err := c.Canvas.WriteTo(&b); err != nil {
-		return 0, err
-	}
-	n, err := w.Write(bytes.ReplaceAll(b.Bytes(), []byte(svgFont), []byte(svgFontFallback)))
-	return int64(n), err
-}
-
 // PixelSize is the size of r's PNG in pixels.
 func PixelSize(r *Result) (w, h int) {
 	n := 3
@@ -162,7 +92,7 @@ func PixelSize(r *Result) (w, h int) {
 
 // pixelSize is the size in pixels of a PNG of n panels.
 func pixelSize(n int) (w, h int) {
-	return int(width.Dots(dpi) + 0.5), int((titleHeight + vg.Length(n)*panelHeight).Dots(dpi) + 0.5)
+	return pixels(width, dpi), pixels(figureHeight(n), dpi)
 }
 
 // testLead begins a heading: "what test to host: n Sub-Intervals of p s".
@@ -221,23 +151,12 @@ func Heading(r *Result) (string, string) {
 	return head, strings.Join(sub, "; ")
 }
 
-func title(dc draw.Canvas, head, sub string) {
-	st := textStyle(13)
-	st.XAlign, st.YAlign = draw.XCenter, draw.YTop
-	mid := (dc.Min.X + dc.Max.X) / 2
-	dc.FillText(st, vg.Point{X: mid, Y: dc.Max.Y - 6}, head)
-	st = textStyle(10)
-	st.XAlign, st.YAlign = draw.XCenter, draw.YTop
-	st.Color = color.Gray{Y: 70}
-	dc.FillText(st, vg.Point{X: mid, Y: dc.Max.Y - 24}, sub)
-}
-
-func panels(r *Result) ([]*gonum.Plot, error) {
-	builders := []func(*Result) (*gonum.Plot, error){capacityPanel, delayPanel, errorsPanel}
+func panels(r *Result) ([]*panel, error) {
+	builders := []func(*Result) (*panel, error){capacityPanel, delayPanel, errorsPanel}
 	if r.HasRates() {
 		builders = append(builders, ratePanel)
 	}
-	var out []*gonum.Plot
+	var out []*panel
 	xmax := 0.0
 	for _, iv := range r.Intervals {
 		xmax = max(xmax, iv.Seconds)
@@ -250,11 +169,10 @@ func panels(r *Result) ([]*gonum.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.X.Min, p.X.Max = 0, max(xmax, 1)
-		p.X.Tick.Marker = niceTicks{8}
+		p.xmin, p.xmax = 0, max(xmax, 1)
 		out = append(out, p)
 	}
-	out[len(out)-1].X.Label.Text = LabelTime
+	out[len(out)-1].xlabel = LabelTime
 	return out, nil
 }
 
@@ -274,49 +192,10 @@ func (r *Result) connX(k int) float64 {
 	return float64(k+1) * period
 }
 
-func newPanel(title, ylabel string) *gonum.Plot {
-	p := gonum.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(sans, 11)
-	p.Y.Label.Text = ylabel
-	for _, a := range []*gonum.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 10)
-		a.Tick.Label.Font = font.From(sans, 9)
-	}
-	p.X.Label.Text = ""
-	p.Y.Min = 0
-	p.Y.Tick.Marker = niceTicks{5}
-	p.Legend.TextStyle.Font = font.From(sans, 9)
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = 6, -4
-	p.Add(plotter.NewGrid())
-	return p
-}
-
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-func textStyle(size vg.Length) draw.TextStyle {
-	return draw.TextStyle{Color: color.Black, Font: font.From(sans, size), Handler: gonum.DefaultTextHandler}
-}
-
-// series adds a line with points to p, named in the legend when name is
-// not "".
-func series(p *gonum.Plot, xs, ys []float64, c color.Color, width vg.Length, dashes []vg.Length, name string) error {
-	pts := make(plotter.XYs, len(ys))
-	for i := range ys {
-		pts[i] = plotter.XY{X: xs[i], Y: ys[i]}
-	}
-	l, s, err := plotter.NewLinePoints(pts)
-	if err != nil {
-		return err
-	}
-	l.LineStyle = draw.LineStyle{Color: c, Width: width, Dashes: dashes}
-	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: 1.6, Shape: draw.CircleGlyph{}}
-	p.Add(l, s)
-	if name != "" {
-		p.Legend.Add(name, l, s)
-	}
-	return nil
+// series adds a line with a dot at each point to p, named in the legend
+// when name is not "".
+func series(p *panel, xs, ys []float64, c color.Color, width float64, dashes []float64, name string) error {
+	return p.addLine(xs, ys, lineStyle{color: c, width: width, dashes: dashes}, 1.6, name)
 }
 
 // aggregateX are the aggregate Sub-Intervals' times.
@@ -356,7 +235,7 @@ func connName(r *Result, i int) string {
 	return ""
 }
 
-func capacityPanel(r *Result) (*gonum.Plot, error) {
+func capacityPanel(r *Result) (*panel, error) {
 	p := newPanel(TitleCapacity, "Mbps")
 	for i, c := range r.PerConn {
 		if err := series(p, r.connXs(len(c.Capacity)), c.Capacity, ConnColor(c.ID), 1.2, nil, connName(r, i)); err != nil {
@@ -373,12 +252,12 @@ func capacityPanel(r *Result) (*gonum.Plot, error) {
 	if err := markMaxima(p, r); err != nil {
 		return nil, err
 	}
-	p.Y.Max = max(p.Y.Max*1.15, 1) // room for the maximum's label
+	p.ymax = max(p.ymax*1.15, 1) // room for the maximum's label
 	return p, nil
 }
 
 // markMaxima rings each mode's maximum and writes its value beside it.
-func markMaxima(p *gonum.Plot, r *Result) error {
+func markMaxima(p *panel, r *Result) error {
 	for _, m := range r.Maxima {
 		if m.Index < 0 {
 			continue
@@ -395,20 +274,19 @@ func markMaxima(p *gonum.Plot, r *Result) error {
 }
 
 // niceTicks marks an axis in steps of 1, 2 or 5 times a power of ten, at
-// most n labelled, with minor ticks between them: gonum's default puts
-// only two or three labels, some at fractional seconds or printed with
-// needless decimals.
+// most n labelled, with minor ticks between them, never at a fractional
+// second or with needless decimals.
 type niceTicks struct{ n int }
 
-func (t niceTicks) Ticks(lo, hi float64) []gonum.Tick {
-	span := hi - lo
-	if !(span > 0) || math.IsInf(span, 0) || t.n < 1 {
-		return []gonum.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 6, 64)}}
+func (t niceTicks) ticks(lo, hi float64) []tick {
+	extent := hi - lo
+	if !(extent > 0) || math.IsInf(extent, 0) || t.n < 1 {
+		return []tick{{value: lo, label: strconv.FormatFloat(lo, 'g', 6, 64)}}
 	}
-	step := math.Pow(10, math.Floor(math.Log10(span/float64(t.n))))
+	step := math.Pow(10, math.Floor(math.Log10(extent/float64(t.n))))
 	minor := 5
 	for _, m := range []float64{1, 2, 5, 10} {
-		if span/(step*m) <= float64(t.n) {
+		if extent/(step*m) <= float64(t.n) {
 			step *= m
 			if m == 2 {
 				minor = 4
@@ -416,20 +294,20 @@ func (t niceTicks) Ticks(lo, hi float64) []gonum.Tick {
 			break
 		}
 	}
-	var ticks []gonum.Tick
+	var ticks []tick
 	sub := step / float64(minor)
 	for i := math.Ceil(lo / sub); i*sub <= hi+sub*1e-9 && len(ticks) < 10*t.n; i++ {
 		v := i * sub
 		if math.Abs(math.Remainder(v, step)) < sub*1e-6 {
-			ticks = append(ticks, gonum.Tick{Value: v, Label: strconv.FormatFloat(math.Round(v/step)*step, 'g', 6, 64)})
+			ticks = append(ticks, tick{value: v, label: strconv.FormatFloat(math.Round(v/step)*step, 'g', 6, 64)})
 		} else {
-			ticks = append(ticks, gonum.Tick{Value: v})
+			ticks = append(ticks, tick{value: v})
 		}
 	}
 	return ticks
 }
 
-func delayPanel(r *Result) (*gonum.Plot, error) {
+func delayPanel(r *Result) (*panel, error) {
 	what, avg, mx := "RTT variation", func(iv *Interval) float64 { return iv.RTTAvg }, func(iv *Interval) float64 { return iv.RTTMax }
 	if r.OneWay {
 		what, avg, mx = "one-way delay variation", func(iv *Interval) float64 { return iv.PDVAvg }, func(iv *Interval) float64 { return iv.PDVMax }
@@ -446,35 +324,35 @@ func delayPanel(r *Result) (*gonum.Plot, error) {
 	if err := series(p, xs, column(r, mx), metricColor[0], 1.4, nil, what+", maximum"); err != nil {
 		return nil, err
 	}
-	if err := series(p, xs, column(r, avg), metricColor[1], 1.4, []vg.Length{4, 2}, what+", average"); err != nil {
+	if err := series(p, xs, column(r, avg), metricColor[1], 1.4, []float64{4, 2}, what+", average"); err != nil {
 		return nil, err
 	}
-	p.Y.Max = max(p.Y.Max*1.3, 1)
+	p.ymax = max(p.ymax*1.3, 1)
 	return p, nil
 }
 
-func errorsPanel(r *Result) (*gonum.Plot, error) {
+func errorsPanel(r *Result) (*panel, error) {
 	p := newPanel(TitleErrors, "datagrams")
 	xs := r.aggregateX()
 	for _, s := range []struct {
 		name   string
 		f      func(*Interval) float64
 		c      color.Color
-		dashes []vg.Length
+		dashes []float64
 	}{
 		{"lost", func(iv *Interval) float64 { return iv.Loss }, metricColor[0], nil},
-		{"out of order", func(iv *Interval) float64 { return iv.Reordered }, metricColor[1], []vg.Length{4, 2}},
-		{"duplicated", func(iv *Interval) float64 { return iv.Dup }, metricColor[2], []vg.Length{1, 2}},
+		{"out of order", func(iv *Interval) float64 { return iv.Reordered }, metricColor[1], []float64{4, 2}},
+		{"duplicated", func(iv *Interval) float64 { return iv.Dup }, metricColor[2], []float64{1, 2}},
 	} {
 		if err := series(p, xs, column(r, s.f), s.c, 1.4, s.dashes, s.name); err != nil {
 			return nil, err
 		}
 	}
-	p.Y.Max = max(p.Y.Max*1.3, 1)
+	p.ymax = max(p.ymax*1.3, 1)
 	return p, nil
 }
 
-func ratePanel(r *Result) (*gonum.Plot, error) {
+func ratePanel(r *Result) (*panel, error) {
 	p := newPanel(TitleRate+" (nominal L3 rate of its row, see udpstp rates)", "Mbps")
 	for i, c := range r.PerConn {
 		if c.RateMbps == nil {
@@ -491,6 +369,6 @@ func ratePanel(r *Result) (*gonum.Plot, error) {
 			return nil, err
 		}
 	}
-	p.Y.Max = max(p.Y.Max*1.15, 1)
+	p.ymax = max(p.ymax*1.15, 1)
 	return p, nil
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"image"
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -235,6 +237,27 @@ func TestPNG(t *testing.T) {
 		if black < 100 {
 			t.Errorf("%s: %d black pixels sampled: a blank image?", path, black)
 		}
+		checkUpright(t, path, img, pixelSize)
+	}
+}
+
+// checkUpright: the first panel's y label ("Mbps") is in the figure's
+// left margin, where nothing else is drawn, turned upright: its dark
+// pixels span more height than width.
+func checkUpright(t *testing.T, path string, img image.Image, size func(int) (int, int)) {
+	t.Helper()
+	_, top := size(0)                                   // below the title lines
+	_, bottom := size(1)                                // to the first panel's end
+	x0, x1, y0, y1 := img.Bounds().Dx(), 0, bottom, top // the ink's bounds
+	for y := top; y < bottom; y++ {
+		for x := 0; x < 24; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r+g+b < 3*0x8000 {
+				x0, x1, y0, y1 = min(x0, x), max(x1, x), min(y0, y), max(y1, y)
+			}
+		}
+	}
+	if x1 < x0 || y1-y0 < 2*(x1-x0) {
+		t.Errorf("%s: the y label's ink spans x %d-%d, y %d-%d: missing or not upright", path, x0, x1, y0, y1)
 	}
 }
 
@@ -270,5 +293,28 @@ func TestManyConnections(t *testing.T) {
 	// the one legend entry per panel in the first colour.
 	if n := doc.strokes(ConnColor(2)); n != 6 {
 		t.Errorf("%d paths in the second colour, want 6", n)
+	}
+}
+
+// A dash pattern cuts a line into the runs it draws: on 4, off 2, along
+// a 20 pt line and across a corner.
+func TestDashed(t *testing.T) {
+	runs := dashed([]point{{0, 0}, {20, 0}}, []float64{4, 2})
+	want := [][2]float64{{0, 4}, {6, 10}, {12, 16}, {18, 20}}
+	if len(runs) != len(want) {
+		t.Fatalf("%d runs, want %d: %v", len(runs), len(want), runs)
+	}
+	for i, r := range runs {
+		if a, b := r[0].x, r[len(r)-1].x; math.Abs(a-want[i][0]) > 1e-9 || math.Abs(b-want[i][1]) > 1e-9 {
+			t.Errorf("run %d from %g to %g, want %v", i, a, b, want[i])
+		}
+	}
+	// A dash across a corner keeps the corner: (4,0) (5,0) (5,3).
+	runs = dashed([]point{{0, 0}, {5, 0}, {5, 5}}, []float64{3, 1, 4, 1})
+	if len(runs) < 2 || len(runs[1]) != 3 || runs[1][1] != (point{5, 0}) {
+		t.Errorf("the second dash does not turn the corner: %v", runs)
+	}
+	if runs := dashed([]point{{0, 0}, {1, 1}}, nil); len(runs) != 1 || len(runs[0]) != 2 {
+		t.Errorf("a solid line cut: %v", runs)
 	}
 }

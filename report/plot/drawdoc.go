@@ -6,11 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-
-	gonum "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // Panel titles and labels of the pictures of a pair and of a repeat.
@@ -253,7 +248,7 @@ func runStat(d *Doc, up bool) (s struct{ median, min, max float64 }, ok bool) {
 	return s, true
 }
 
-func pairPanels(run *Run) ([]*gonum.Plot, error) {
+func pairPanels(run *Run) ([]*panel, error) {
 	capP := newPanel(TitleCapacity, "Mbps")
 	delayWhat := "RTT variation"
 	if run.Tests[0].OneWay {
@@ -287,7 +282,7 @@ func pairPanels(run *Run) ([]*gonum.Plot, error) {
 		if err := series(delayP, xs, maxes, c, 1.4, nil, name+", maximum"); err != nil {
 			return nil, err
 		}
-		if err := series(delayP, xs, avgs, c, 1.4, []vg.Length{4, 2}, name+", average"); err != nil {
+		if err := series(delayP, xs, avgs, c, 1.4, []float64{4, 2}, name+", average"); err != nil {
 			return nil, err
 		}
 		loss := column(r, func(iv *Interval) float64 { return iv.Loss })
@@ -296,10 +291,10 @@ func pairPanels(run *Run) ([]*gonum.Plot, error) {
 		if err := series(errP, xs, loss, c, 1.4, nil, name); err != nil {
 			return nil, err
 		}
-		if err := series(errP, xs, ooo, c, 1.4, []vg.Length{4, 2}, ""); err != nil {
+		if err := series(errP, xs, ooo, c, 1.4, []float64{4, 2}, ""); err != nil {
 			return nil, err
 		}
-		if err := series(errP, xs, dup, c, 1.4, []vg.Length{1, 2}, ""); err != nil {
+		if err := series(errP, xs, dup, c, 1.4, []float64{1, 2}, ""); err != nil {
 			return nil, err
 		}
 		for i, col := range [][]float64{caps, maxes, loss} {
@@ -311,11 +306,10 @@ func pairPanels(run *Run) ([]*gonum.Plot, error) {
 			ymax[2] = max(ymax[2], v)
 		}
 	}
-	panels := []*gonum.Plot{capP, delayP, errP}
+	panels := []*panel{capP, delayP, errP}
 	for i, p := range panels {
-		p.Y.Max = ymax[i] * 1.25
-		p.X.Min, p.X.Max = 0, xmax
-		p.X.Tick.Marker = niceTicks{8}
+		p.ymax = ymax[i] * 1.25
+		p.xmin, p.xmax = 0, xmax
 	}
 	// The end of the idle baseline: the first half's last idle
 	// Sub-Interval, on the shared axis.
@@ -326,38 +320,30 @@ func pairPanels(run *Run) ([]*gonum.Plot, error) {
 			if i == 0 {
 				label = LabelIdleEnd
 			}
-			if err := vline(p, x, p.Y.Max, label); err != nil {
+			if err := vline(p, x, p.ymax, label); err != nil {
 				return nil, err
 			}
 		}
 	}
-	errP.X.Label.Text = LabelTime
+	errP.xlabel = LabelTime
 	return panels, nil
 }
 
 // ring marks a maximum at (x, y) with a red ring and its label, above
 // and to the left of it, or below with below.
-func ring(p *gonum.Plot, x, y float64, text string, below bool) error {
-	pt := plotter.XYs{{X: x, Y: y}}
-	s, err := plotter.NewScatter(pt)
-	if err != nil {
-		return err
+func ring(p *panel, x, y float64, text string, below bool) error {
+	if !isFinite(x) || !isFinite(y) {
+		return fmt.Errorf("plot: a maximum at (%g, %g) that is not a number", x, y)
 	}
-	s.GlyphStyle = draw.GlyphStyle{Color: maxColor, Radius: 5, Shape: draw.RingGlyph{}}
-	l, err := plotter.NewLabels(plotter.XYLabels{XYs: pt, Labels: []string{text}})
-	if err != nil {
-		return err
-	}
-	st := textStyle(9)
-	st.Color = maxColor
-	st.XAlign, st.YAlign = draw.XRight, draw.YBottom
-	l.Offset = vg.Point{X: -7, Y: 5}
+	p.grow(y)
+	st := textStyle{size: 9, color: maxColor, xalign: 1, yalign: 1}
+	dy := 5.0
 	if below {
-		st.YAlign = draw.YTop
-		l.Offset.Y = -5
+		st.yalign, dy = 0, -5
 	}
-	l.TextStyle[0] = st
-	p.Add(s, l)
+	p.marks = append(p.marks,
+		&ringMark{x: x, y: y, radius: 5, style: lineStyle{color: maxColor, width: 0.75}},
+		&labelMark{x: x, y: y, dx: -7, dy: dy, text: text, style: st})
 	return nil
 }
 
@@ -366,30 +352,18 @@ var markColor = color.Gray{Y: 140}
 
 // vline draws a grey dotted vertical line at x up to ymax, labelled at
 // its top when label is not "".
-func vline(p *gonum.Plot, x, ymax float64, label string) error {
-	l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: ymax}})
-	if err != nil {
+func vline(p *panel, x, ymax float64, label string) error {
+	if err := p.addLine([]float64{x, x}, []float64{0, ymax}, lineStyle{color: markColor, width: 1, dashes: []float64{2, 3}}, 0, ""); err != nil {
 		return err
 	}
-	l.LineStyle = draw.LineStyle{Color: markColor, Width: 1, Dashes: []vg.Length{2, 3}}
-	p.Add(l)
-	if label == "" {
-		return nil
+	if label != "" {
+		p.marks = append(p.marks, &labelMark{x: x, y: ymax, dx: 3, dy: -2, text: label,
+			style: textStyle{size: 9, color: color.Gray{Y: 90}}})
 	}
-	t, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: ymax}}, Labels: []string{label}})
-	if err != nil {
-		return err
-	}
-	st := textStyle(9)
-	st.Color = color.Gray{Y: 90}
-	st.XAlign, st.YAlign = draw.XLeft, draw.YTop
-	t.TextStyle[0] = st
-	t.Offset = vg.Point{X: 3, Y: -2}
-	p.Add(t)
 	return nil
 }
 
-func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
+func repeatPanels(d *Doc) ([]*panel, error) {
 	maxP := newPanel(TitleRunMaxima, "Mbps")
 	delayP := newPanel(TitleRunDelay+" (maximum solid, average dashed, over its Sub-Intervals)", "ms")
 	both := len(directions(d)) == 2
@@ -409,18 +383,16 @@ func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
 			return nil, err
 		}
 		if s, ok := runStat(d, up); ok {
-			med, err := plotter.NewLine(plotter.XYs{{X: 1, Y: s.median}, {X: float64(len(d.Runs)), Y: s.median}})
-			if err != nil {
+			med := lineStyle{color: c, width: 1, dashes: []float64{6, 3}}
+			name := fmt.Sprintf("%s median %.2f Mbps", dirName(up), s.median)
+			if err := maxP.addLine([]float64{1, float64(len(d.Runs))}, []float64{s.median, s.median}, med, 0, name); err != nil {
 				return nil, err
 			}
-			med.LineStyle = draw.LineStyle{Color: c, Width: 1, Dashes: []vg.Length{6, 3}}
-			maxP.Add(med)
-			maxP.Legend.Add(fmt.Sprintf("%s median %.2f Mbps", dirName(up), s.median), med)
 		}
 		if err := series(delayP, runs, dmax, c, 1.4, nil, dirName(up)); err != nil {
 			return nil, err
 		}
-		if err := series(delayP, runs, davg, c, 1.4, []vg.Length{4, 2}, ""); err != nil {
+		if err := series(delayP, runs, davg, c, 1.4, []float64{4, 2}, ""); err != nil {
 			return nil, err
 		}
 		for _, v := range maxima {
@@ -438,19 +410,18 @@ func repeatPanels(d *Doc) ([]*gonum.Plot, error) {
 	// The runs in the file, not those asked for (Requested, which the
 	// heading names): a run axis is as long as the file, never longer.
 	runMax := float64(len(d.Runs))
-	for i, p := range []*gonum.Plot{maxP, delayP, capP} {
-		p.Y.Max = max(ymax[i]*1.25, 1)
+	for i, p := range []*panel{maxP, delayP, capP} {
+		p.ymax = max(ymax[i]*1.25, 1)
 		if i < 2 {
-			p.X.Min, p.X.Max = 0.5, runMax+0.5
-			p.X.Tick.Marker = runTicks{int(runMax)}
+			p.xmin, p.xmax = 0.5, runMax+0.5
+			p.xticks = runTicks{int(runMax)}
 		} else {
-			p.X.Min, p.X.Max = 0, xmax
-			p.X.Tick.Marker = niceTicks{8}
+			p.xmin, p.xmax = 0, xmax
 		}
 	}
-	delayP.X.Label.Text = LabelRun
-	capP.X.Label.Text = LabelTime
-	return []*gonum.Plot{maxP, delayP, capP}, nil
+	delayP.xlabel = LabelRun
+	capP.xlabel = LabelTime
+	return []*panel{maxP, delayP, capP}, nil
 }
 
 // runFigures gives, for each run with a test in direction up, its number,
@@ -482,15 +453,15 @@ func runFigures(d *Doc, up bool) (runs, maxima, dmax, davg []float64) {
 // (downstream dashed where both directions ran; one legend entry per run,
 // or one for all beyond legendMax runs) and returns the longest time axis
 // and the largest capacity drawn.
-func runCapacities(capP *gonum.Plot, d *Doc, both bool) (xmax, ymax float64, err error) {
+func runCapacities(capP *panel, d *Doc, both bool) (xmax, ymax float64, err error) {
 	xmax = 1
 	for i := range d.Runs {
 		run := &d.Runs[i]
 		named := false
 		for _, r := range run.Tests {
-			var dashes []vg.Length
+			var dashes []float64
 			if both && !r.Upstream {
-				dashes = []vg.Length{4, 2}
+				dashes = []float64{4, 2}
 			}
 			name := ""
 			if !named && (len(d.Runs) <= legendMax || i == 0) {
@@ -517,13 +488,13 @@ func runCapacities(capP *gonum.Plot, d *Doc, both bool) (xmax, ymax float64, err
 // runTicks labels the run axis at whole runs, at most about 10 labels.
 type runTicks struct{ n int }
 
-func (t runTicks) Ticks(lo, hi float64) []gonum.Tick {
+func (t runTicks) ticks(lo, hi float64) []tick {
 	step := max(1, (t.n+9)/10)
-	var ticks []gonum.Tick
+	var ticks []tick
 	for i := 1; i <= t.n; i++ {
-		tk := gonum.Tick{Value: float64(i)}
+		tk := tick{value: float64(i)}
 		if (i-1)%step == 0 {
-			tk.Label = fmt.Sprint(i)
+			tk.label = fmt.Sprint(i)
 		}
 		ticks = append(ticks, tk)
 	}

@@ -66,6 +66,13 @@ func FuzzRead(f *testing.F) {
 		if err := Render(discard{}, r, SVG); err != nil {
 			t.Fatalf("accepted result does not render: %v", err)
 		}
+		// The raster too, where it is quick: a fuzzed figure's values
+		// reach the rasterizer's edges.
+		if points <= 200 {
+			if err := Render(discard{}, r, PNG); err != nil {
+				t.Fatalf("accepted result does not render as PNG: %v", err)
+			}
+		}
 	})
 }
 

@@ -1,7 +1,7 @@
 // Package plot draws a capacity test's result: the JSON document of
 // OB-UDPST's udpst client or of udpstp's (the same schema, plus udpstp's
-// own "udpstp" key), read into a small model (Result), rendered with
-// gonum.org/v1/plot as SVG or PNG: capacity per Sub-Interval with the
+// own "udpstp" key), read into a small model (Result), drawn by the
+// package itself (chart.go, figure.go) as SVG or PNG: capacity per Sub-Interval with the
 // maximum marked, delay variation, sequence errors and, where the file has
 // them, each connection's capacity and the sending rate the search used.
 // ReadDoc and RenderDoc take udpstp's --bidirectional and --repeat
