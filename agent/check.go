@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -21,44 +20,9 @@ type configChecker struct {
 	path  string
 	lines map[string]int
 	o     LoadOptions
-	raw   map[string]any // the file decoded generically (bareDurations)
 	// warnings are what the file asks that works but is unwise
 	// (Config.Warnings).
 	warnings []string
-}
-
-// bareDurations refuses a Duration of v (a file's struct, its keys under
-// prefix) that the file gave as a number, not a string: the decoder reads
-// every = 600 as 600 ns. raw is the same part of the file decoded
-// generically, where the value's TOML kind shows.
-func (c *configChecker) bareDurations(prefix string, v reflect.Value, raw any) error {
-	table, _ := raw.(map[string]any)
-	for i := range v.NumField() {
-		f, sf := v.Field(i), v.Type().Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		key, r := prefix+name, table[name]
-		switch {
-		case f.Type() == reflect.TypeFor[Duration]():
-			if _, isString := r.(string); r != nil && !isString {
-				return c.errorAt(key, "%v: a number without a unit: write a string with one (\"600s\", \"10m\", \"6h\", \"30d\")", r)
-			}
-		case f.Kind() == reflect.Struct:
-			if err := c.bareDurations(key+".", f, r); err != nil {
-				return err
-			}
-		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
-			rs, _ := r.([]any)
-			for j := range min(f.Len(), len(rs)) {
-				if err := c.bareDurations(fmt.Sprintf("%s.%d.", key, j), f.Index(j), rs[j]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // errorAt is an error at key (a keyLines path): file:line: key: why.
@@ -87,28 +51,25 @@ func displayKey(key string) string {
 var testNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 func (c *configChecker) resolve(f *fileConfig) (*Config, error) {
-	if err := c.bareDurations("", reflect.ValueOf(f).Elem(), c.raw); err != nil {
-		return nil, err
-	}
 	cfg := Default()
 	cfg.Path = c.path
-	if f.Tolerance > 0 {
-		cfg.Tolerance = time.Duration(f.Tolerance)
+	if f.Tolerance.D() > 0 {
+		cfg.Tolerance = f.Tolerance.D()
 	}
-	cfg.Retention.MaxAge = time.Duration(f.Retention.MaxAge)
+	cfg.Retention.MaxAge = f.Retention.MaxAge.D()
 	if f.Retention.MaxCount < 0 {
 		return nil, c.errorAt("retention.max_count", "must be 0 (keep all) or more")
 	}
 	cfg.Retention.MaxCount = f.Retention.MaxCount
-	if f.Probe.MaxDuration > 0 {
-		d := time.Duration(f.Probe.MaxDuration)
+	if f.Probe.MaxDuration.D() > 0 {
+		d := f.Probe.MaxDuration.D()
 		if d < time.Duration(control.MinTestIntTime)*time.Second || d > time.Duration(control.MaxTestIntTime)*time.Second {
 			return nil, c.errorAt("probe.max_duration", "%s: want %d s to %d s", d, control.MinTestIntTime, control.MaxTestIntTime)
 		}
 		cfg.ProbeMax = d
 	}
-	if f.Probe.MinInterval > 0 {
-		cfg.ProbeInterval = time.Duration(f.Probe.MinInterval)
+	if f.Probe.MinInterval.D() > 0 {
+		cfg.ProbeInterval = f.Probe.MinInterval.D()
 	}
 	if err := c.resolveHTTP(f, cfg); err != nil {
 		return nil, err
@@ -152,7 +113,7 @@ func (c *configChecker) test(key string, ft *fileTest) (*Test, error) {
 		return nil, c.errorAt(key+".servers", "missing: want at least one host[:port]")
 	}
 	switch {
-	case ft.Every > 0 && ft.Cron.c != nil:
+	case ft.Every.D() > 0 && ft.Cron.c != nil:
 		return nil, c.errorAt(key+".cron", "a test has every or cron, not both")
 	case ft.Cron.c != nil:
 		d, ok := ft.Cron.c.constantDelay()
@@ -163,14 +124,14 @@ func (c *configChecker) test(key string, ft *fileTest) (*Test, error) {
 			c.warnings = append(c.warnings, c.errorAt(key+".cron", "%q: more often than every %s: for trying the agent; the probe then measures mostly its own load", ft.Cron.c.Spec, AdviseEvery).Error())
 		}
 		t.Schedule = ft.Cron.c
-	case ft.Every > 0:
-		if time.Duration(ft.Every) < c.o.MinEvery {
-			return nil, c.errorAt(key+".every", "%s: at least %s", time.Duration(ft.Every), c.o.MinEvery)
+	case ft.Every.D() > 0:
+		if ft.Every.D() < c.o.MinEvery {
+			return nil, c.errorAt(key+".every", "%s: at least %s", ft.Every.D(), c.o.MinEvery)
 		}
-		if time.Duration(ft.Every) < AdviseEvery {
-			c.warnings = append(c.warnings, c.errorAt(key+".every", "%s: shorter than %s: for trying the agent; the probe then measures mostly its own load", time.Duration(ft.Every), AdviseEvery).Error())
+		if ft.Every.D() < AdviseEvery {
+			c.warnings = append(c.warnings, c.errorAt(key+".every", "%s: shorter than %s: for trying the agent; the probe then measures mostly its own load", ft.Every.D(), AdviseEvery).Error())
 		}
-		t.Schedule = Every{Mean: time.Duration(ft.Every)}
+		t.Schedule = Every{Mean: ft.Every.D()}
 	default:
 		t.Schedule = Every{Mean: DefaultEvery}
 	}

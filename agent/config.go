@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/udpstp/udpstp/client"
 	"github.com/udpstp/udpstp/control"
@@ -61,32 +62,59 @@ const (
 )
 
 // Duration is a time span in the file: Go's form ("90s", "6h", "1h30m")
-// and days ("30d").
-type Duration time.Duration
+// and days ("30d"). It is a struct, not an integer type, so that the
+// decoder hands every value to UnmarshalText: into an integer type it
+// stores a bare every = 600 itself, as 600 ns.
+type Duration struct{ d time.Duration }
+
+// D is the span.
+func (d Duration) D() time.Duration { return d.d }
 
 var daysRe = regexp.MustCompile(`^([0-9]+)d$`)
 
-// UnmarshalText reads a Duration; zero and negative spans are refused.
+// UnmarshalText reads a Duration.
 func (d *Duration) UnmarshalText(b []byte) error {
-	s := string(b)
+	v, err := parseDuration(string(b))
+	if err != nil {
+		return textError(b, err)
+	}
+	d.d = v
+	return nil
+}
+
+// parseDuration reads a Duration's text; a number without a unit (every
+// = 600 arrives as "600"), zero and negative spans are refused.
+func parseDuration(s string) (time.Duration, error) {
+	_, errInt := strconv.ParseInt(s, 0, 64) // 600, 1_000, 0x10
+	if _, errFloat := strconv.ParseFloat(s, 64); errInt == nil || errFloat == nil {
+		return 0, fmt.Errorf(`%s: a number without a unit: write a string with one ("600s", "10m", "6h", "30d")`, s)
+	}
 	var v time.Duration
 	if m := daysRe.FindStringSubmatch(s); m != nil {
 		n, err := strconv.Atoi(m[1])
 		if err != nil || n > 100000 {
-			return fmt.Errorf("duration %q: too long", s)
+			return 0, fmt.Errorf("duration %q: too long", s)
 		}
 		v = time.Duration(n) * 24 * time.Hour
 	} else {
 		var err error
 		if v, err = time.ParseDuration(s); err != nil {
-			return fmt.Errorf("duration %q: want a number and a unit (90s, 30m, 6h, 30d)", s)
+			return 0, fmt.Errorf("duration %q: want a number and a unit (90s, 30m, 6h, 30d)", s)
 		}
 	}
 	if v <= 0 {
-		return fmt.Errorf("duration %q: must be above zero", s)
+		return 0, fmt.Errorf("duration %q: must be above zero", s)
 	}
-	*d = Duration(v)
-	return nil
+	return v, nil
+}
+
+// textError is UnmarshalText's error for the value b, naming its line
+// and key. go-toml (v2.4.3) adds them itself to the error of a string, but
+// returns that of a number or boolean (every = 600, cron = 5) bare; a
+// unstable.ParserError gets them, and its highlight b is then a slice of
+// the document, as it must be (for a string only the message is used).
+func textError(b []byte, err error) error {
+	return unstable.NewParserError(b, "%s", err)
 }
 
 // fileConfig is the file as written.
@@ -237,9 +265,6 @@ func Parse(path string, b []byte, o LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c := &configChecker{path: path, lines: lines, o: o}
-	if err := toml.Unmarshal(b, &c.raw); err != nil { // the decoder read it: not expected
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	if c.o.MinEvery <= 0 {
 		c.o.MinEvery = MinEvery
 	}

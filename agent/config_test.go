@@ -205,12 +205,16 @@ func TestConfigShortSpacing(t *testing.T) {
 // TestConfigKindErrors: a value of the wrong kind is file:line: key: what
 // was expected, in the file's terms (the decoder's message named Go's
 // types: agent.fileProbe); a duration without a unit is refused (every =
-// 600 was 600 ns).
+// 600 was 600 ns), and so is a number where a string belongs, naming its
+// line too (the decoder hands it to UnmarshalText as "600": textError).
 func TestConfigKindErrors(t *testing.T) {
 	const test = "[[test]]\nname = \"a\"\nservers = [\"s\"]\ndirection = \"down\"\n"
 	for doc, want := range map[string]string{
 		test + "every = 600\n":                   `agent.toml:5: test[1].every: 600: a number without a unit: write a string with one ("600s", "10m", "6h", "30d")`,
 		"tolerance = 60\n":                       "agent.toml:1: tolerance: 60: a number without a unit",
+		test + "every = 1.5\n":                   "agent.toml:5: test[1].every: 1.5: a number without a unit",
+		"[crosstraffic]\nwindow = 5\n":           "agent.toml:2: crosstraffic.window: 5: a number without a unit",
+		test + "cron = 5\n":                      `agent.toml:5: test[1].cron: cron "5"`,
 		"probe = \"x\"\n":                        "agent.toml:1: probe: want a table ([...] or { key = value }), not a TOML string",
 		"test = \"x\"\n":                         "agent.toml:1: test: want tables ([[...]]), not a TOML string",
 		test + "options = \"x\"\n":               "agent.toml:5: test[1].options: want a table ({ key = value }), not a TOML string",

@@ -89,14 +89,14 @@ func (c *configChecker) resolveCross(f *fileCross, cfg *Config) error {
 		}
 		cfg.CrossTraffic.ThresholdMbps = v
 	}
-	if w := time.Duration(f.Window); w != 0 {
+	if w := f.Window.D(); w != 0 {
 		if w < minCrossWindow || w > maxCrossWindow {
 			return c.errorAt("crosstraffic.window", "%s: want %s to %s", w, minCrossWindow, maxCrossWindow)
 		}
 		cfg.CrossTraffic.Window = w
 	}
 	cfg.CrossTraffic.DeferWhenBusy = f.DeferWhenBusy
-	if d := time.Duration(f.DeferDelay); d != 0 {
+	if d := f.DeferDelay.D(); d != 0 {
 		if d < time.Second || d > time.Hour {
 			return c.errorAt("crosstraffic.defer_delay", "%s: want 1s to 1h", d)
 		}

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/udpstp/udpstp/control"
@@ -45,10 +44,10 @@ func (c *configChecker) resolveHTTP(f *fileConfig, cfg *Config) error {
 	} else if m > 0 {
 		h.StreamsPerClient = m
 	}
-	if d := time.Duration(f.HTTP.IdleTimeout); d > 0 {
+	if d := f.HTTP.IdleTimeout.D(); d > 0 {
 		h.IdleTimeout = d
 	}
-	if d := time.Duration(f.HTTP.ReadHeaderTimeout); d > 0 {
+	if d := f.HTTP.ReadHeaderTimeout.D(); d > 0 {
 		h.ReadHeaderTimeout = d
 	}
 	return nil

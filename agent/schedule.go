@@ -95,7 +95,7 @@ type cronText struct{ c *Cron }
 func (t *cronText) UnmarshalText(b []byte) error {
 	c, err := ParseCron(string(b))
 	if err != nil {
-		return err
+		return textError(b, err) // cron = 5 too names its line
 	}
 	t.c = c
 	return nil
