@@ -50,5 +50,7 @@ func TestFamiliesDeclared(t *testing.T) {
 
 type fakeSpool struct{}
 
-func (fakeSpool) Pending() int   { return 2 }
+func (fakeSpool) State() store.SpoolState {
+	return store.SpoolState{Pending: 2, Failures: 3, Refused: 1, DropFailures: 4}
+}
 func (fakeSpool) RemoteUp() bool { return true }

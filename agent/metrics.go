@@ -80,6 +80,12 @@ var (
 		Help: "Results kept in the local spool, waiting for the remote store.", Type: family.Gauge}
 	famStoreUp = &family.Family{Name: "udpstp_agent_store_up",
 		Help: "1 if the last call to the remote store succeeded.", Type: family.Gauge}
+	famUploadFailures = &family.Family{Name: "udpstp_agent_store_upload_failures_total",
+		Help: "Uploads to the remote store that failed (each is retried).", Type: family.Counter}
+	famRefused = &family.Family{Name: "udpstp_agent_results_refused_total",
+		Help: "Results the spool could not keep (its local store failed or it was full): lost.", Type: family.Counter}
+	famDropFailures = &family.Family{Name: "udpstp_agent_spool_drop_failures_total",
+		Help: "Uploaded results the spool failed to delete locally (uploaded again later, stored once).", Type: family.Counter}
 
 	famNextRun = &family.Family{Name: "udpstp_agent_next_run_timestamp_seconds",
 		Help: "When each scheduled test runs next (Unix time).", Type: family.Gauge, Labels: []string{"test"}}
@@ -113,7 +119,7 @@ func figureFamilies(prefix, helpFmt string, labels []string) map[string]*family.
 // the client library's go_* and process_*) and /probe.
 func Families() []*family.Family {
 	fams := []*family.Family{famLastStart, famLastStatus, famTests, famDuration, famRunning, famReloaded, famWaiting,
-		famStoreUp, famNextRun, famProbeSuccess, famProbeStatus, famProbeDuration}
+		famStoreUp, famUploadFailures, famRefused, famDropFailures, famNextRun, famProbeSuccess, famProbeStatus, famProbeDuration}
 	for _, f := range figures {
 		fams = append(fams, agentFigureFamilies[f.name], probeFigureFamilies[f.name])
 	}
@@ -195,8 +201,12 @@ func (m *metrics) collect(emit func(family.Sample)) {
 		emit(family.Sample{Family: famNextRun, Values: []string{test}, Value: float64(at.UnixMilli()) / 1e3})
 	}
 	if sp := m.spool; sp != nil {
-		emit(family.Sample{Family: famWaiting, Value: float64(sp.Pending())})
+		st := sp.State()
+		emit(family.Sample{Family: famWaiting, Value: float64(st.Pending)})
 		emit(family.Sample{Family: famStoreUp, Value: b2f(sp.RemoteUp())})
+		emit(family.Sample{Family: famUploadFailures, Value: float64(st.Failures)})
+		emit(family.Sample{Family: famRefused, Value: float64(st.Refused)})
+		emit(family.Sample{Family: famDropFailures, Value: float64(st.DropFailures)})
 	}
 }
 
@@ -210,7 +220,7 @@ func b2f(b bool) float64 {
 // spooler is a store that keeps results while its remote is down
 // (store.Spool).
 type spooler interface {
-	Pending() int
+	State() store.SpoolState
 	RemoteUp() bool
 }
 
@@ -222,8 +232,8 @@ func (m *metrics) setNext(next map[string]time.Time) {
 	m.next = next
 }
 
-// watchSpool registers the gauges of a spool: how many results wait for
-// the remote, and whether it answered last.
+// watchSpool registers the figures of a spool: how many results wait for
+// the remote, whether it answered last, and its failures so far.
 func (m *metrics) watchSpool(sp spooler) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

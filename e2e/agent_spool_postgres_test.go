@@ -121,7 +121,9 @@ options = { test-time = 5, rate-index = "20" }
 		waitUntil(t, outage+120*time.Second, a.name+": results waiting while PostgreSQL is down", func() (bool, string) {
 			w, detail := a.gauge("udpstp_agent_results_waiting")
 			up, _ := a.gauge("udpstp_agent_store_up")
-			return len(a.stored()) >= need[a] && w > 0 && up == 0, fmt.Sprintf("waiting %v up %v %s\n%s", w, up, detail, a.log())
+			failed, _ := a.gauge("udpstp_agent_store_upload_failures_total")
+			return len(a.stored()) >= need[a] && w > 0 && up == 0 && failed > 0,
+				fmt.Sprintf("waiting %v up %v upload failures %v %s\n%s", w, up, failed, detail, a.log())
 		})
 	}
 	if _, body, err := httpGet(agents[2].base + "/"); err != nil || !strings.Contains(string(body), `class="pending"`) {
@@ -140,7 +142,8 @@ options = { test-time = 5, rate-index = "20" }
 		waitUntil(t, 180*time.Second, a.name+": nothing waits after PostgreSQL is back", func() (bool, string) {
 			w, detail := a.gauge("udpstp_agent_results_waiting")
 			up, _ := a.gauge("udpstp_agent_store_up")
-			return w == 0 && up == 1, fmt.Sprintf("waiting %v up %v %s", w, up, detail)
+			refused, _ := a.gauge("udpstp_agent_results_refused_total")
+			return w == 0 && up == 1 && refused == 0, fmt.Sprintf("waiting %v up %v refused %v %s", w, up, refused, detail)
 		})
 	}
 	// Stop them: the last test's result is uploaded before the agent
