@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ type rig struct {
 	srv      *Server
 	ts       *httptest.Server
 	serverCA []byte
+	conns    *atomic.Int64 // connections the collector accepted
 }
 
 func newRig(t *testing.T, cfg Config) *rig {
@@ -57,9 +60,15 @@ func newRig(t *testing.T, cfg Config) *rig {
 	pool.AddCert(ca.Cert)
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.TLS = TLSConfig(serverCert, pool)
+	conns := new(atomic.Int64)
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &rig{t: t, st: st, ca: ca, srv: srv, ts: ts, serverCA: serverCA}
+	return &rig{t: t, st: st, ca: ca, srv: srv, ts: ts, serverCA: serverCA, conns: conns}
 }
 
 // enrol issues and records a credential for name and returns its directory.
@@ -272,10 +281,11 @@ func TestRemoteThroughSpool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rem, err := NewRemote(g.ts.URL, tc, nil)
+	link, err := NewLink(g.ts.URL, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rem := NewRemote(link, nil)
 	sp, err := store.OpenSpoolTo(context.Background(), rem, filepath.Join(t.TempDir(), "spool.db"),
 		store.SpoolOptions{LocalReads: true, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	if err != nil {
@@ -318,6 +328,43 @@ func TestPagePlainHTTPLoopbackOnly(t *testing.T) {
 		err := Serve(context.Background(), ServeConfig{HTTP: addr})
 		if err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("--http %s: %v, want a refusal naming loopback", addr, err)
+		}
+	}
+}
+
+// TestLinkSharesConnection: a probe's uploads and its configuration
+// fetches go over one TLS connection to its collector.
+func TestLinkSharesConnection(t *testing.T) {
+	g := newRig(t, Config{})
+	tc, err := LoadCredential(g.enrol("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := NewLink(g.ts.URL+"/", tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer link.Close()
+	r, err := store.Summarize(testDoc(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ID, r.Origin, r.Agent, r.Start = "00000000-0000-4000-8000-00000000cccc", store.OriginClient, "p", time.Now().UTC()
+	f := NewConfigFetcher(link, filepath.Join(t.TempDir(), "config.toml"))
+	f.Parse = func(string, []byte) error { return nil }
+	ctx := context.Background()
+	for i := range 3 {
+		if err := NewRemote(link, nil).Put(ctx, &r); err != nil {
+			t.Fatalf("upload %d: %v", i, err)
+		}
+		_, _ = f.Fetch(ctx) // none set yet: an answer, not a success
+	}
+	if n := g.conns.Load(); n != 1 {
+		t.Errorf("%d connections for 3 uploads and 3 fetches, want 1", n)
+	}
+	for _, base := range []string{"http://127.0.0.1/", "https://", "ftp://x/", "::"} {
+		if _, err := NewLink(base, tc); err == nil || !strings.Contains(err.Error(), "want https://HOST[:PORT]/") {
+			t.Errorf("NewLink(%q): %v", base, err)
 		}
 	}
 }

@@ -13,14 +13,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -52,17 +50,13 @@ type ConfigFetcher struct {
 	Reload func()
 }
 
-// NewConfigFetcher returns the fetcher of the collector at base for the
-// probe of tlsCfg (LoadCredential), keeping its last good configuration
-// at path.
-func NewConfigFetcher(base string, tlsCfg *tls.Config, path string) (*ConfigFetcher, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("collector %q: want https://HOST[:PORT]/", base)
-	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 30 * time.Second}
-	return &ConfigFetcher{url: strings.TrimSuffix(u.String(), "/") + "/v1/config",
-		client: &http.Client{Transport: tr, Timeout: time.Minute}, Path: path, MaxSize: 1 << 20}, nil
+// fetchTimeout bounds one fetch, the answer's body included.
+const fetchTimeout = time.Minute
+
+// NewConfigFetcher returns the fetcher of the collector that l leads to,
+// keeping its last good configuration at path.
+func NewConfigFetcher(l *Link, path string) *ConfigFetcher {
+	return &ConfigFetcher{url: l.base + "/v1/config", client: l.client, Path: path, MaxSize: 1 << 20}
 }
 
 // Hash is a configuration's short hash, as the log names it.
@@ -82,6 +76,8 @@ func (f *ConfigFetcher) log() *slog.Logger {
 // from the file's is written to Path (changed true); anything else leaves
 // the file as it is, with an error saying why.
 func (f *ConfigFetcher) Fetch(ctx context.Context) (changed bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
 	if err != nil {
 		return false, fmt.Errorf("config fetch: %w", err)

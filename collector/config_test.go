@@ -27,10 +27,11 @@ func TestConfigFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "spool.db.config.toml")
-	f, err := NewConfigFetcher(g.ts.URL, tc, path)
+	link, err := NewLink(g.ts.URL, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := NewConfigFetcher(link, path)
 	f.Parse = func(name string, b []byte) error {
 		if strings.Contains(string(b), "bogus") {
 			return errors.New(name + ": bogus: unknown field")

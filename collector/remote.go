@@ -55,6 +55,29 @@ func LoadCredential(dir string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// Link is a probe's way to its collector: the base URL, checked once, and
+// one HTTP client, so that its uploads (Remote) and its configuration
+// (ConfigFetcher) share a TLS connection.
+type Link struct {
+	base   string // https://HOST[:PORT], without a trailing slash
+	client *http.Client
+}
+
+// NewLink returns the link to the collector at base (https://...), with
+// the TLS configuration of LoadCredential.
+func NewLink(base string, tlsCfg *tls.Config) (*Link, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("collector %q: want https://HOST[:PORT]/", base)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, TLSHandshakeTimeout: 10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
+	return &Link{base: strings.TrimSuffix(u.String(), "/"), client: &http.Client{Transport: tr}}, nil
+}
+
+// Close closes the link's idle connections.
+func (l *Link) Close() { l.client.CloseIdleConnections() }
+
 // Remote is the store a probe's spool uploads to (store.OpenSpoolTo): Put
 // POSTs the result to a collector; reads are the spool's local store's
 // (store.SpoolOptions.LocalReads), so Remote answers none.
@@ -70,20 +93,12 @@ type Remote struct {
 
 var errNoReads = errors.New("collector: reads are the spool's local store's")
 
-// NewRemote returns the Remote of the collector at base (https://...),
-// with the TLS configuration of LoadCredential.
-func NewRemote(base string, tlsCfg *tls.Config, log *slog.Logger) (*Remote, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("collector %q: want https://HOST[:PORT]/", base)
-	}
+// NewRemote returns the Remote of the collector that l leads to.
+func NewRemote(l *Link, log *slog.Logger) *Remote {
 	if log == nil {
 		log = slog.Default()
 	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, TLSHandshakeTimeout: 10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
-	return &Remote{endpoint: strings.TrimSuffix(u.String(), "/") + "/v1/results",
-		client: &http.Client{Transport: tr}, log: log}, nil
+	return &Remote{endpoint: l.base + "/v1/results", client: l.client, log: log}
 }
 
 // Refused is how many results the collector refused for good.

@@ -191,17 +191,15 @@ func collectorRemote(ctx context.Context, c *cli.Context, spec, spool string, hu
 	if err != nil {
 		return nil, "", nil, err
 	}
-	remote, err := collector.NewRemote(spec, tc, log)
+	link, err := collector.NewLink(spec, tc)
 	if err != nil {
 		return nil, "", nil, err
 	}
+	remote := collector.NewRemote(link, log)
 	if config != "" {
 		return remote, config, hup, nil
 	}
-	f, err := collector.NewConfigFetcher(spec, tc, spool+".config.toml")
-	if err != nil {
-		return nil, "", nil, err
-	}
+	f := collector.NewConfigFetcher(link, spool+".config.toml")
 	lo := agent.LoadOptions{Parse: parseClientArgs, MinEvery: c.Duration("test-min-every")}
 	f.Parse = func(name string, b []byte) error { _, err := agent.Parse(name, b, lo); return err }
 	f.MaxSize, f.Log, f.Every = agent.MaxConfigSize, log, c.Duration("config-every")
