@@ -61,11 +61,10 @@ type Agent struct {
 	// first slot of each.
 	resumeMu sync.Mutex
 	resume   map[string]time.Time
-	// nextLogged are the next slots last logged (Run's own); nextRuns
-	// the same for readers (NextRuns).
-	nextLogged map[string]time.Time
-	nextMu     sync.Mutex
-	nextRuns   map[string]time.Time
+	// nextRuns are the tests' next slots as last published (publishNext):
+	// logged, on /metrics and for NextRuns.
+	nextMu   sync.Mutex
+	nextRuns map[string]time.Time
 	// inFlight is the in-flight file's record of the test running (nil:
 	// none, or no file).
 	inFlight atomic.Pointer[inFlight]

@@ -110,17 +110,19 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) publishNext(cfg *Config, next map[*Test]time.Time) {
 	byName := make(map[string]time.Time, len(next))
 	for _, t := range cfg.Tests {
-		at := next[t]
-		byName[t.Name] = at
-		if prev, ok := a.nextLogged[t.Name]; !ok || !prev.Equal(at) {
+		byName[t.Name] = next[t]
+	}
+	a.nextMu.Lock()
+	last := a.nextRuns
+	a.nextRuns = byName
+	a.nextMu.Unlock()
+	for _, t := range cfg.Tests {
+		at := byName[t.Name]
+		if prev, ok := last[t.Name]; !ok || !prev.Equal(at) {
 			a.o.Log.Info("next test", "test", t.Name, "at", at.Format(time.RFC3339), "in", at.Sub(a.now()).Round(time.Second), "schedule", t.Schedule.String())
 		}
 	}
-	a.nextLogged = byName
 	a.m.setNext(byName)
-	a.nextMu.Lock()
-	a.nextRuns = byName
-	a.nextMu.Unlock()
 }
 
 // NextRuns are the next slots of the scheduled tests, by name (none
