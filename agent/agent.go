@@ -65,6 +65,9 @@ type Agent struct {
 	// logged, on /metrics and for NextRuns.
 	nextMu   sync.Mutex
 	nextRuns map[string]time.Time
+	// crossPrior is the slot's look at its line (deferWhileBusy), for
+	// its test's window before (crossBefore); taken once.
+	crossPrior atomic.Pointer[crossReading]
 	// inFlight is the in-flight file's record of the test running (nil:
 	// none, or no file).
 	inFlight atomic.Pointer[inFlight]

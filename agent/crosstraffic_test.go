@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,56 @@ func TestOwnMbit(t *testing.T) {
 	}
 	if got := ownMbit(&store.Result{Start: t0, End: t0.Add(time.Second)}); got != 0 {
 		t.Errorf("no figures: %v Mbit", got)
+	}
+}
+
+// TestCrossPriorTaken: the slot's look at its line before a test
+// (deferWhileBusy) is the test's window before (crossBefore), not looked
+// at again: taken once, and only while fresh and of the same interface.
+// A cancelled context ends any window at once, so a before figure other
+// than -1 came from the slot's look.
+func TestCrossPriorTaken(t *testing.T) {
+	cfg := mustParse(t, "[crosstraffic]\nthreshold_mbps = 1000000\nwindow = \"10s\"\ndefer_when_busy = true\n"+
+		"[[test]]\nname = \"a\"\nservers = [\"127.0.0.1\"]\ndirection = \"down\"\n")
+	a, _ := newTestAgent(t, cfg, &fakeClient{}, nil)
+	srv := cfg.Tests[0].Servers[0]
+	iface, err := routeInterface(srv.Host)
+	if err != nil {
+		t.Skipf("no route to %s: %v", srv.Host, err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name  string
+		prior *crossReading
+		want  float64
+	}{
+		{"none", nil, -1},
+		{"fresh", &crossReading{iface: iface, mbps: 3.5, at: time.Now()}, 3.5},
+		{"stale", &crossReading{iface: iface, mbps: 3.5, at: time.Now().Add(-time.Minute)}, -1},
+		{"another interface", &crossReading{iface: iface + "x", mbps: 3.5, at: time.Now()}, -1},
+	} {
+		a.crossPrior.Store(tc.prior)
+		m := a.crossBefore(cancelled, srv)
+		if m == nil {
+			t.Skipf("%s: no counters for %s", tc.name, iface)
+		}
+		if m.before != tc.want || a.crossPrior.Load() != nil {
+			t.Errorf("%s: before %v, want %v; left %+v", tc.name, m.before, tc.want, a.crossPrior.Load())
+		}
+	}
+	// The slot's look leaves its reading (a line below a threshold no
+	// line reaches), which the test then takes.
+	cfg.CrossTraffic.Window = 50 * time.Millisecond
+	a.cfg.Store(cfg)
+	if why := a.deferWhileBusy(context.Background(), cfg, cfg.Tests[0]); why != "" {
+		t.Fatalf("deferred: %s", why)
+	}
+	if p := a.crossPrior.Load(); p == nil || p.iface != iface {
+		t.Fatalf("the slot's look left %+v", p)
+	}
+	cfg.CrossTraffic.Window = time.Hour
+	if m := a.crossBefore(cancelled, srv); m == nil || m.before < 0 {
+		t.Errorf("the test looked again rather than take the slot's look: %+v", m)
 	}
 }
