@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/sourcekey"
 )
 
 // admission keeps the server's budget: Test Connection slots and, with -B,
@@ -169,16 +171,6 @@ func newSourceLimiter(rate float64, burst int) *sourceLimiter {
 	return &sourceLimiter{rate: rate, burst: b, buckets: map[netip.Addr]*bucket{}, shared: bucket{tokens: b}}
 }
 
-// sourceKey is the address a source is limited by.
-func sourceKey(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.Addr()
-	}
-	return a
-}
-
 // allow takes a token for a request from src at now. It reports whether
 // the request may be handled and, when it may not, whether this is the
 // first refusal since the source last had a full bucket (worth one log
@@ -187,7 +179,7 @@ func (l *sourceLimiter) allow(src netip.Addr, now time.Time) (ok, first bool) {
 	if l == nil || l.rate <= 0 {
 		return true, false
 	}
-	key := sourceKey(src)
+	key := sourcekey.Of(src)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[key]

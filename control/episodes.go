@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/sourcekey"
 )
 
 // episodes turns floods of refusals and drops into a few log lines: the
@@ -88,7 +90,7 @@ func (e *episodes) note(kind episodeKind, src netip.Addr, now time.Time) (first 
 	ep.count++
 	ep.last = now
 	if len(ep.sources) < episodeSources {
-		ep.sources[sourceKey(src)] = struct{}{}
+		ep.sources[sourcekey.Of(src)] = struct{}{}
 	}
 	return first
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/udpstp/udpstp/internal/sourcekey"
 )
 
 // The event stream's bounds: how many pages may follow it at once (each
@@ -48,19 +50,13 @@ func (s *server) takeStream(remote string) (func(), string) {
 	}, ""
 }
 
-// clientKey is the client address streams are counted by: the IP, an
-// IPv6 one's /64 (one host may hold a whole /64).
+// clientKey is the client streams are counted by (sourcekey.Of).
 func clientKey(remote string) string {
 	ap, err := netip.ParseAddrPort(remote)
 	if err != nil {
 		return remote
 	}
-	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
+	return sourcekey.Of(ap.Addr()).String()
 }
 
 // progress is what the page's script gets of an event of the running
