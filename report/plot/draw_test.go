@@ -142,7 +142,7 @@ func renderSVG(t *testing.T, path string) (*Result, svgDoc) {
 // (titles, axis labels, the time axis once at the bottom), one series per
 // connection in each per-connection panel in its own colour and no more,
 // the sum, and the maximum ringed and labelled with its value. A layout
-// change in gonum does not break it; a lost panel, series or marker does.
+// change does not break it; a lost panel, series or marker does.
 func TestSVGStructure(t *testing.T) {
 	t.Run("udpstp upstream, 2 connections", func(t *testing.T) {
 		r, doc := renderSVG(t, "testdata/udpstp_us_c2_t5.json")
