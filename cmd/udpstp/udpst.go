@@ -59,32 +59,6 @@ type getoptError struct{ msg string }
 
 func (e getoptError) Error() string { return e.msg }
 
-// udpstArgs turns udpst's arguments (without argv[0]) into udpstp's:
-// "client" or "server", the options, "--", the positional arguments.
-// usage is true for -?. The checks that decide the role are OB-UDPST's
-// (RFC 9946 leaves the command line to implementations): -u with -d is
-// refused, a server takes at most one address.
-func udpstArgs(in []string) (args []string, usage bool, err error) {
-	args, usage, _, err = udpstArgsNoted(in)
-	return args, usage, err
-}
-
-// udpstArgsNoted is udpstArgs, with the lines to print on standard error
-// where it read an option as an older OB-UDPST release meant it
-// (legacySubInterval).
-func udpstArgsNoted(in []string) (args []string, usage bool, notes []string, err error) {
-	args, usage, subInt, err := udpstArgsAt(in)
-	if err != nil || subInt < 0 {
-		return args, usage, nil, err
-	}
-	v, note := legacySubInterval(args[subInt])
-	args[subInt] = v
-	if note != "" {
-		notes = append(notes, note)
-	}
-	return args, usage, notes, nil
-}
-
 // legacySubInterval reads -P's value as OB-UDPST 8.x scripts write it:
 // releases 7.x and 8.x took the Sub-Interval period in seconds (1-10),
 // 9.0.0 takes it in ms (100-10000), and refuses every value of the
@@ -110,30 +84,35 @@ func legacySubInterval(v string) (string, string) {
 // and 8.x, in seconds.
 const legacyMaxSubIntSec = 10
 
-// udpstArgsAt is udpstArgs, also giving the index in args of the client's
-// -P value (the last one, which getopt's reader keeps), -1 without one.
-func udpstArgsAt(in []string) (args []string, usage bool, subInt int, err error) {
-	subInt = -1
+// udpstArgs turns udpst's arguments (without argv[0]) into udpstp's:
+// "client" or "server", the options, "--", the positional arguments.
+// usage is true for -?. The checks that decide the role are OB-UDPST's
+// (RFC 9946 leaves the command line to implementations): -u with -d is
+// refused, a server takes at most one address. notes are the lines to
+// print on standard error where it read an option as an older OB-UDPST
+// release meant it (legacySubInterval).
+func udpstArgs(in []string) (args []string, usage bool, notes []string, err error) {
+	subInt := -1 // the client's -P value in p.opts (the last one, which getopt keeps)
 	flags := letterFlags()
 	takes := takesValue(flags)
 	p := permute(in, flags)
 	if p.help { // --help or -help: getopt has no long options
-		return nil, false, -1, getoptError{"invalid option -- '-'"}
+		return nil, false, nil, getoptError{"invalid option -- '-'"}
 	}
 	var up, down bool
 	for i := 0; i < len(p.opts); i++ {
 		s := p.opts[i]
 		if strings.HasPrefix(s, "--") {
-			return nil, false, -1, getoptError{"invalid option -- '-'"}
+			return nil, false, nil, getoptError{"invalid option -- '-'"}
 		}
 		_, size := utf8.DecodeRuneInString(s[1:])
 		name := s[1 : 1+size]
 		value, known := takes[name]
 		switch {
 		case !known:
-			return nil, false, -1, getoptError{fmt.Sprintf("invalid option -- '%s'", name)}
+			return nil, false, nil, getoptError{fmt.Sprintf("invalid option -- '%s'", name)}
 		case len(s) > 1+size: // "-v=x", which Go's flag package reads; getopt does not
-			return nil, false, -1, getoptError{fmt.Sprintf("invalid option -- '%c'", s[1+size])}
+			return nil, false, nil, getoptError{fmt.Sprintf("invalid option -- '%c'", s[1+size])}
 		case value:
 			if name == "P" && i+1 < len(p.opts) {
 				subInt = i + 1
@@ -146,36 +125,39 @@ func udpstArgsAt(in []string) (args []string, usage bool, subInt int, err error)
 		}
 	}
 	if p.missing != "" {
-		return nil, false, -1, getoptError{fmt.Sprintf("option requires an argument -- '%s'", p.missing)}
+		return nil, false, nil, getoptError{fmt.Sprintf("option requires an argument -- '%s'", p.missing)}
 	}
 	if p.usage {
-		return nil, true, -1, nil
+		return nil, true, nil, nil
 	}
 	role := "server"
 	switch {
 	case up && down:
 		// udpstp client reads -u -d as --bidirectional; udpst refuses it.
-		return nil, false, -1, configError("ERROR: Upstream and Downstream options are mutually exclusive")
+		return nil, false, nil, configError("ERROR: Upstream and Downstream options are mutually exclusive")
 	case (up || down) && len(p.args) == 0:
 		// udpst says so before it reads any other option.
-		return nil, false, -1, configError("ERROR: Server hostname or IP address required when client")
+		return nil, false, nil, configError("ERROR: Server hostname or IP address required when client")
 	case up || down:
 		role = "client"
 	case len(p.args) > 1:
-		return nil, false, -1, configError("ERROR: Server only allows one local bind address or hostname")
+		return nil, false, nil, configError("ERROR: Server only allows one local bind address or hostname")
 	}
-	if role != "client" { // a server refuses -P whatever its value
-		subInt = -1
-	} else if subInt >= 0 {
-		subInt++ // after role
+	args = append([]string{role}, p.tokens()...)
+	if role == "client" && subInt >= 0 { // a server refuses -P whatever its value
+		v, note := legacySubInterval(args[subInt+1]) // after role
+		args[subInt+1] = v
+		if note != "" {
+			notes = append(notes, note)
+		}
 	}
-	return append([]string{role}, p.tokens()...), false, subInt, nil
+	return args, false, notes, nil
 }
 
 // runUdpst runs udpstp as udpst with argv (argv[0] included) and returns
 // the exit status.
 func runUdpst(argv []string, stdout, stderr io.Writer) int {
-	args, usage, notes, err := udpstArgsNoted(argv[1:])
+	args, usage, notes, err := udpstArgs(argv[1:])
 	for _, n := range notes {
 		fmt.Fprintln(stderr, n)
 	}

@@ -42,7 +42,7 @@ func TestUdpstArgs(t *testing.T) {
 		{"a b", "config", "a server takes one address"},
 		{"-d", "config", "a client needs a server"},
 	} {
-		args, usage, err := udpstArgs(strings.Fields(c.in))
+		args, usage, _, err := udpstArgs(strings.Fields(c.in))
 		var got string
 		var ge getoptError
 		var ec cli.ExitCoder
@@ -103,7 +103,7 @@ func TestUdpstLegacySubInterval(t *testing.T) {
 		{"-d -a -P h", "client -d -a -P -- h", false}, // a key that reads -P
 		{"-P 1", "server -P 1 --", false},
 	} {
-		args, _, notes, err := udpstArgsNoted(strings.Fields(c.in))
+		args, _, notes, err := udpstArgs(strings.Fields(c.in))
 		if err != nil {
 			t.Errorf("udpst %s: %v", c.in, err)
 			continue
