@@ -88,6 +88,12 @@ type Result struct {
 	Window        time.Duration // the steady window CPU was measured over
 	ServerCPU     float64       // CPUs busy
 	ServerWakeups float64       // per second
+	// BusiestCPU and BusiestWakeups are the server's busiest thread's
+	// (an Engine Thread's, or OB-UDPST's one thread's) share of the
+	// above: the floor's figures are those of its one sending thread, so
+	// these are what compares with it thread for thread; the rest is the
+	// runtime's other threads (Go's sysmon and scheduler hand-offs).
+	BusiestCPU, BusiestWakeups float64
 	// SyscallsPerPacket is the server's system calls over the UDP
 	// datagrams of its namespace, over the window; -1: not known
 	// (syscalls_linux.go).
@@ -320,11 +326,13 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	sys := countSyscalls(srv.pid())
 	pk0 := udpPackets(lab, lab.ServerNS)
 	sc0, sq0, sw0 := procSched(srv.pid())
+	th0 := threadSched(srv.pid())
 	gc0, _, _ := procSched(0)
 	mb0 := machineBusy()
 	t0 := time.Now()
 	time.Sleep(time.Until(to))
 	sc1, sq1, sw1 := procSched(srv.pid())
+	top := busiest(th0, threadSched(srv.pid()))
 	pk1 := udpPackets(lab, lab.ServerNS)
 	r.SyscallsPerPacket = perPacket(sys.stop(time.Since(t0)), pk1-pk0)
 	gc1, _, _ := procSched(0)
@@ -334,6 +342,7 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	r.ServerCPU = (sc1 - sc0).Seconds() / sec
 	r.ServerRunq = (sq1 - sq0).Seconds() / sec
 	r.ServerWakeups = float64(sw1-sw0) / sec
+	r.BusiestCPU, r.BusiestWakeups = top.cpu.Seconds()/sec, float64(top.wakeups)/sec
 	r.GenCPU = (gc1 - gc0).Seconds() / sec
 	r.OtherCPU = max(0, (mb1-mb0).Seconds()/sec-r.ServerCPU-r.GenCPU)
 

@@ -51,10 +51,15 @@
 //     server's behalf in its own context (on veth the router's forwarding
 //     of what it sends runs there too, for both servers alike);
 //   - wake-ups per second: the server's voluntary context switches;
+//   - the busiest thread's CPU and wake-ups: the same two figures of the
+//     server's thread that spent the most time on a CPU (an Engine
+//     Thread; OB-UDPST's one thread). The floor below measures its one
+//     sending thread, so this is what compares with it thread for thread;
+//     the rest of a Go server's figures is its runtime's other threads;
 //   - system calls per packet: the server's system calls over the steady
 //     window (perf stat's in-kernel count of raw_syscalls:sys_enter; n/a
 //     without perf) over the UDP datagrams its namespace sent and
-//     received meanwhile; the floor's is (N+1)/N by construction;
+//     received meanwhile; the floor's is (N+2)/N by construction;
 //   - generator CPU, and receive buffer overflows in both namespaces.
 //
 // Downstream the check also runs the sending floor (SendFloor, row "raw

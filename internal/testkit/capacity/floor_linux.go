@@ -48,10 +48,12 @@ type FloorResult struct {
 func (f FloorResult) Result() *Result {
 	r := &Result{Server: "raw floor", N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
 		Planned: float64(f.Sent), Delivered: float64(f.Got), ServerCPU: f.CPU, ServerWakeups: f.Wakeups,
-		// By construction: one clock_nanosleep a turn and one sendmmsg
-		// per socket, for its N datagrams (its clock reads are the
-		// vDSO's).
-		SyscallsPerPacket: float64(1+f.N) / float64(max(f.N, 1))}
+		BusiestCPU: f.CPU, BusiestWakeups: f.Wakeups,
+		// By construction: a clock_nanosleep and a clock_gettime a turn
+		// (x/sys's ClockGettime is a system call, not the vDSO's; its
+		// time.Now calls are the vDSO's) and one sendmmsg per socket,
+		// for its N datagrams.
+		SyscallsPerPacket: float64(2+f.N) / float64(max(f.N, 1))}
 	// Its Skipped Bursts are what a Load Sender as late would skip.
 	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v)", f.LateTurns, f.MaxLate.Round(time.Microsecond)))
 	return r

@@ -80,6 +80,40 @@ func procSched(pid int) (cpu, runq time.Duration, wakeups int64) {
 	return cpu, runq, wakeups
 }
 
+// threadSched returns each thread's figures of process pid, as
+// procSched sums them, by thread ID.
+func threadSched(pid int) map[string]threadFigures {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, _ := os.ReadDir(dir)
+	m := make(map[string]threadFigures, len(ents))
+	for _, e := range ents {
+		c, _, w := taskSched(filepath.Join(dir, e.Name()))
+		m[e.Name()] = threadFigures{c, w}
+	}
+	return m
+}
+
+// threadFigures is one thread's time on a CPU and voluntary context
+// switches, as read at one moment.
+type threadFigures struct {
+	cpu     time.Duration
+	wakeups int64
+}
+
+// busiest is the thread that spent the most time on a CPU between two
+// readings of threadSched: its time and its wake-ups over that span (a
+// thread born in between counts from zero).
+func busiest(before, after map[string]threadFigures) threadFigures {
+	var top threadFigures
+	for tid, a := range after {
+		d := threadFigures{a.cpu - before[tid].cpu, a.wakeups - before[tid].wakeups}
+		if d.cpu > top.cpu {
+			top = d
+		}
+	}
+	return top
+}
+
 // taskSched reads one thread's /proc task directory: its schedstat (time
 // on a CPU, time waiting for one) and its voluntary context switches.
 func taskSched(dir string) (cpu, runq time.Duration, wakeups int64) {

@@ -21,8 +21,8 @@ import (
 // Table formats results as a Markdown table.
 func Table(rs []*Result) string {
 	var b strings.Builder
-	b.WriteString("| server | direction | N | delivered % of plan | Skipped Bursts | send lag p50 / p99 (µs) | server CPU | server wake-ups/s | syscalls/packet | generator CPU | other load (CPU) | notes |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| server | direction | N | delivered % of plan | Skipped Bursts | send lag p50 / p99 (µs) | server CPU | server wake-ups/s | busiest thread CPU / wake-ups/s | syscalls/packet | generator CPU | other load (CPU) | notes |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
 		dir := "down"
 		if r.Upstream {
@@ -49,9 +49,9 @@ func Table(rs []*Result) string {
 		if r.Floor {
 			lag, gen = "n/a", "n/a"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %.3f | %.0f | %s | %s | %.2f | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %.3f | %.0f | %.3f / %.0f | %s | %s | %.2f | %s |\n",
 			r.Server, dir, r.N, r.Share(), sk, lag,
-			r.ServerCPU, r.ServerWakeups, formatPerPacket(r.SyscallsPerPacket), gen, r.OtherCPU, strings.Join(notes, "; "))
+			r.ServerCPU, r.ServerWakeups, r.BusiestCPU, r.BusiestWakeups, formatPerPacket(r.SyscallsPerPacket), gen, r.OtherCPU, strings.Join(notes, "; "))
 	}
 	return b.String()
 }
@@ -141,6 +141,8 @@ func Median(rs []*Result) *Result {
 	m.LagP99 = time.Duration(med(func(r *Result) float64 { return float64(r.LagP99) }))
 	m.ServerCPU = med(func(r *Result) float64 { return r.ServerCPU })
 	m.ServerWakeups = med(func(r *Result) float64 { return r.ServerWakeups })
+	m.BusiestCPU = med(func(r *Result) float64 { return r.BusiestCPU })
+	m.BusiestWakeups = med(func(r *Result) float64 { return r.BusiestWakeups })
 	m.SyscallsPerPacket = med(func(r *Result) float64 { return r.SyscallsPerPacket })
 	m.ServerRunq = med(func(r *Result) float64 { return r.ServerRunq })
 	m.OtherCPU = med(func(r *Result) float64 { return r.OtherCPU })
