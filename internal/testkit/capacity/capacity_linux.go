@@ -325,25 +325,24 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 	time.Sleep(time.Until(from))
 	sys := countSyscalls(srv.pid())
 	pk0 := udpPackets(lab, lab.ServerNS)
-	sc0, sq0, sw0 := procSched(srv.pid())
 	th0 := threadSched(srv.pid())
-	gc0, _, _ := procSched(0)
+	gen0 := total(threadSched(0))
 	mb0 := machineBusy()
 	t0 := time.Now()
 	time.Sleep(time.Until(to))
-	sc1, sq1, sw1 := procSched(srv.pid())
-	top := busiest(th0, threadSched(srv.pid()))
+	th1 := threadSched(srv.pid())
 	pk1 := udpPackets(lab, lab.ServerNS)
 	r.SyscallsPerPacket = perPacket(sys.stop(time.Since(t0)), pk1-pk0)
-	gc1, _, _ := procSched(0)
+	gen1 := total(threadSched(0))
 	mb1 := machineBusy()
 	r.Window = time.Since(t0)
 	sec := r.Window.Seconds()
-	r.ServerCPU = (sc1 - sc0).Seconds() / sec
-	r.ServerRunq = (sq1 - sq0).Seconds() / sec
-	r.ServerWakeups = float64(sw1-sw0) / sec
+	s0, s1, top := total(th0), total(th1), busiest(th0, th1)
+	r.ServerCPU = (s1.cpu - s0.cpu).Seconds() / sec
+	r.ServerRunq = (s1.runq - s0.runq).Seconds() / sec
+	r.ServerWakeups = float64(s1.wakeups-s0.wakeups) / sec
 	r.BusiestCPU, r.BusiestWakeups = top.cpu.Seconds()/sec, float64(top.wakeups)/sec
-	r.GenCPU = (gc1 - gc0).Seconds() / sec
+	r.GenCPU = (gen1.cpu - gen0.cpu).Seconds() / sec
 	r.OtherCPU = max(0, (mb1-mb0).Seconds()/sec-r.ServerCPU-r.GenCPU)
 
 	// The ends.

@@ -103,9 +103,8 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 	}()
 
 	type usage struct {
-		cpu     time.Duration
-		wakeups int64
-		at      time.Time
+		taskFigures
+		at time.Time
 	}
 	var u0, u1 usage
 	var sent int64
@@ -131,8 +130,7 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 			msg[0].Hdr.SetIovlen(1)
 			tid := unix.Gettid()
 			read := func() usage {
-				c, _, w := taskSched(fmt.Sprintf("/proc/self/task/%d", tid))
-				return usage{c, w, time.Now()}
+				return usage{taskSched(fmt.Sprintf("/proc/self/task/%d", tid)), time.Now()}
 			}
 			var ts unix.Timespec
 			_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)

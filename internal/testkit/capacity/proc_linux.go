@@ -64,49 +64,47 @@ func machineBusy() time.Duration {
 	return time.Duration(busy) * time.Second / 100 // USER_HZ
 }
 
-// procSched returns, summed over every thread of process pid (self for
-// 0), the time on a CPU, the time spent waiting runnable for one, and the
-// voluntary context switches (each one a sleep, so a wake-up follows it).
-func procSched(pid int) (cpu, runq time.Duration, wakeups int64) {
+// taskFigures is what a thread's /proc task directory says of its
+// scheduling (taskSched), or the sum of it over a process's threads
+// (total).
+type taskFigures struct {
+	cpu     time.Duration // time on a CPU
+	runq    time.Duration // time spent waiting runnable for one
+	wakeups int64         // voluntary context switches: each a sleep, so a wake-up follows
+}
+
+// threadSched reads every thread of process pid (self for 0) at one
+// moment, by thread ID.
+func threadSched(pid int) map[string]taskFigures {
 	dir := "/proc/self/task"
 	if pid > 0 {
 		dir = fmt.Sprintf("/proc/%d/task", pid)
 	}
 	ents, _ := os.ReadDir(dir)
+	m := make(map[string]taskFigures, len(ents))
 	for _, e := range ents {
-		c, q, w := taskSched(filepath.Join(dir, e.Name()))
-		cpu, runq, wakeups = cpu+c, runq+q, wakeups+w
-	}
-	return cpu, runq, wakeups
-}
-
-// threadSched returns each thread's figures of process pid, as
-// procSched sums them, by thread ID.
-func threadSched(pid int) map[string]threadFigures {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, _ := os.ReadDir(dir)
-	m := make(map[string]threadFigures, len(ents))
-	for _, e := range ents {
-		c, _, w := taskSched(filepath.Join(dir, e.Name()))
-		m[e.Name()] = threadFigures{c, w}
+		m[e.Name()] = taskSched(filepath.Join(dir, e.Name()))
 	}
 	return m
 }
 
-// threadFigures is one thread's time on a CPU and voluntary context
-// switches, as read at one moment.
-type threadFigures struct {
-	cpu     time.Duration
-	wakeups int64
+// total sums a reading of threadSched over the process's threads.
+func total(threads map[string]taskFigures) taskFigures {
+	var t taskFigures
+	for _, f := range threads {
+		t.cpu, t.runq, t.wakeups = t.cpu+f.cpu, t.runq+f.runq, t.wakeups+f.wakeups
+	}
+	return t
 }
 
 // busiest is the thread that spent the most time on a CPU between two
-// readings of threadSched: its time and its wake-ups over that span (a
-// thread born in between counts from zero).
-func busiest(before, after map[string]threadFigures) threadFigures {
-	var top threadFigures
+// readings of threadSched: its figures over that span (a thread born in
+// between counts from zero).
+func busiest(before, after map[string]taskFigures) taskFigures {
+	var top taskFigures
 	for tid, a := range after {
-		d := threadFigures{a.cpu - before[tid].cpu, a.wakeups - before[tid].wakeups}
+		b := before[tid]
+		d := taskFigures{a.cpu - b.cpu, a.runq - b.runq, a.wakeups - b.wakeups}
 		if d.cpu > top.cpu {
 			top = d
 		}
@@ -116,16 +114,17 @@ func busiest(before, after map[string]threadFigures) threadFigures {
 
 // taskSched reads one thread's /proc task directory: its schedstat (time
 // on a CPU, time waiting for one) and its voluntary context switches.
-func taskSched(dir string) (cpu, runq time.Duration, wakeups int64) {
+func taskSched(dir string) taskFigures {
+	var f taskFigures
 	if b, err := os.ReadFile(filepath.Join(dir, "schedstat")); err == nil {
 		var run, wait int64
 		fmt.Sscan(string(b), &run, &wait)
-		cpu, runq = time.Duration(run), time.Duration(wait)
+		f.cpu, f.runq = time.Duration(run), time.Duration(wait)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
-		wakeups = parseVoluntary(string(b))
+		f.wakeups = parseVoluntary(string(b))
 	}
-	return cpu, runq, wakeups
+	return f
 }
 
 // parseVoluntary returns voluntary_ctxt_switches from a task's status file.
