@@ -100,20 +100,21 @@ func (h *holdOff) afterRead(now clock.Time, n int, start clock.Time) {
 	}
 }
 
-// readDefer is how far ahead of a deadline a wait leaves readiness out:
-// when the next turn is due within it anyway, datagrams that arrive
-// meanwhile are read then, so they cost no wake-up of their own. Their
-// receive times come from the kernel's timestamps, and what they carry
-// (Status PDUs, mostly) is acted on at most this much later; OB-UDPST's
-// own loop runs on a 100 us tick and reads only then.
+// readDefer is how long reads may wait, counted from when the epoll set
+// was last known idle, for a turn that is due anyway: datagrams that
+// arrive meanwhile are read then, so they cost no wake-up of their own.
+// Their receive times come from the kernel's timestamps, and what they
+// carry (Status PDUs, mostly) is acted on at most this much later;
+// OB-UDPST's own loop runs on a 100 us tick and reads only then.
 const readDefer = clock.Time(time.Millisecond)
 
-// canDefer reports whether reads may wait until at, now: at is within
-// readDefer, the hold-off is on, and no recently read socket's receive
-// buffer would fill first (a quarter of its buffer time, less the longest
-// recent turn, as for the hold-off's length).
-func (h *holdOff) canDefer(now, at clock.Time) bool {
-	d := at - now
+// canDefer reports whether reads of datagrams that arrived since since
+// (when the epoll set was last known idle) may wait until at: at is within
+// readDefer of since, the hold-off is on, and no recently read socket's
+// receive buffer would fill first (a quarter of its buffer time, less the
+// longest recent turn, as for the hold-off's length).
+func (h *holdOff) canDefer(since, at clock.Time) bool {
+	d := at - since
 	if h.max == 0 || d <= 0 || d > readDefer {
 		return false
 	}

@@ -23,7 +23,8 @@ import (
 //     monotonic clock, as Conn does);
 //  2. take commands (new Test Connections, stops) from its queue;
 //  3. collect readiness from the epoll set (epoll_wait with no timeout),
-//     unless the wait just before reported the epoll fd idle;
+//     unless the wait just before reported the epoll fd idle or left it
+//     out because reads could wait (below);
 //  4. sends: every Test Connection whose deadline has come, earliest
 //     first, polls and sends its Send Plans; a turn's sends are bounded to
 //     1 ms (sendBudget), after which the turn moves on to its reads and the
@@ -46,7 +47,13 @@ import (
 // default) and less than a quarter of the time any recently read socket's
 // receive buffer holds at its recent arrival rate, minus the thread's
 // longest recent turn. During it the wait leaves the epoll fd out; a
-// deadline still ends it, and the turn it starts collects readiness. The
+// deadline still ends it, and the turn it starts collects readiness.
+// Outside a hold-off the wait leaves the epoll fd out too while what
+// arrived since the set was last known idle can wait for the deadline:
+// at most 1 ms (readDefer) after it, and within the same buffer bound.
+// The turn such a wait ends collects nothing, and the first wait that
+// can no longer leave the fd out returns at once if anything came, so a
+// sending thread whose sockets are quiet makes no epoll_wait per turn. The
 // buffer share counts payload bytes (half of SO_RCVBUF as read back),
 // not the kernel's truesize, so on loopback and veth, which charge far
 // more per datagram, the margin is smaller than it looks.

@@ -145,10 +145,15 @@ func (t *poolThread) onReady(ev *unix.EpollEvent) {
 }
 
 // waitTurn sleeps until the earliest deadline, readiness, or a command.
-// During a receive hold-off, or when the next deadline is so near that
-// reads can wait for its turn (holdOff.canDefer), readiness does not end
-// the wait: the epoll fd is left out of the ppoll, and the turn that ends
-// it collects readiness.
+// During a receive hold-off, readiness does not end the wait: the epoll
+// fd is left out of the ppoll, and the turn that ends it collects
+// readiness. Between hold-offs, readiness is left out too while the reads
+// it would bring can wait for the deadline (holdOff.canDefer, counted from
+// readSeen, when the set was last known idle); the turn that ends such a
+// wait collects nothing, and the first wait that can no longer leave the
+// epoll fd out ends at once if anything arrived meanwhile. So a thread
+// whose sockets are quiet pays no epoll_wait per turn, and datagrams that
+// arrive while it sends (Status PDUs, mostly) cost no wake-up of their own.
 func (t *poolThread) waitTurn() {
 	if t.pending.Load() {
 		return // commands are waiting: take them at once
@@ -162,15 +167,16 @@ func (t *poolThread) waitTurn() {
 		// Wait for the last deadline within the window of the earliest.
 		dl = t.heap.lastWithin(dl+g, maxGroupVisit)
 	}
-	holding := t.hold.until > now
-	if holding {
+	holdOff := t.hold.until > now
+	deferred := false
+	if holdOff {
 		dl = min(dl, t.hold.until)
-	} else if dl != clock.Never && t.hold.canDefer(now, dl) {
-		holding = true
+	} else if dl != clock.Never && t.hold.canDefer(t.readSeen, dl) {
+		deferred = true
 	}
 	p := [2]unix.PollFd{{Fd: int32(t.wk.fd), Events: unix.POLLIN}, {Fd: int32(t.epfd), Events: unix.POLLIN}}
 	k := 2
-	if holding {
+	if holdOff || deferred {
 		k = 1
 	}
 	var ts *unix.Timespec
@@ -192,5 +198,18 @@ func (t *poolThread) waitTurn() {
 	if p[0].Revents != 0 {
 		t.wk.drain()
 	}
-	t.collect = holding || err != nil || p[1].Revents != 0
+	switch {
+	case holdOff:
+		t.collect = true
+	case deferred:
+		t.collect = false
+	case err != nil || p[1].Revents != 0:
+		// Readable, or unknown: an interrupted ppoll reports nothing.
+		t.collect = true
+	default:
+		// The set was idle when the wait ended, so at least since it
+		// began.
+		t.collect = false
+		t.readSeen = now
+	}
 }

@@ -630,3 +630,79 @@ func TestPoolThreadGroupsByLoad(t *testing.T) {
 		t.Errorf("a fixed window became %v", fixed.group)
 	}
 }
+
+// A sending thread whose socket is quiet collects no readiness after its
+// waits (no epoll_wait per turn): only a turn that follows no wait (the
+// thread was late, or the turn before asked for another) collects. A
+// datagram that then arrives is still read within the turns readDefer
+// allows: every wait that leaves the epoll fd out ends at a later grid
+// deadline, so after readDefer/interval of them the next wait takes the
+// epoll fd and returns at once. Both bounds count turns, not time, so a
+// loaded machine cannot break them.
+func TestPoolDefersReadinessOfQuietSockets(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	th := newTestThread(t, PoolOptions{Threads: 1})
+	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
+	const interval = 250 * time.Microsecond
+	core := newFakeCore(interval, 0)
+	addTestConn(th, a, core, nil)
+	// step runs a turn and, unless it asks for another, a wait; it
+	// reports whether the turn collected readiness and whether a wait
+	// slept (a wait that found its deadline past returns at once).
+	// The thread yields as run's does, so that sysmon's preemption
+	// signal does not interrupt the waits (an interrupted wait that took
+	// the epoll fd cannot tell whether it was readable, so its turn
+	// collects).
+	var y yielder
+	step := func() (collected, slept bool) {
+		collected = th.collect
+		again := th.turn()
+		y.afterTurn(th.clk.start.Mono)
+		if again {
+			return collected, false
+		}
+		w := th.wakeups.Load()
+		th.waitTurn()
+		return collected, th.wakeups.Load() != w
+	}
+	// The first turn collects (the socket may hold datagrams), and the
+	// epoll fd may read as ready once after the registration with nothing
+	// to report.
+	for range 5 {
+		step()
+	}
+	const steps = 200
+	collects, unslept := 0, 0
+	prevSlept := true
+	for range steps {
+		c, s := step()
+		if c {
+			collects++
+			if !prevSlept {
+				unslept++
+			}
+		}
+		prevSlept = s
+	}
+	t.Logf("%d turns: %d collected readiness, %d of them after no wait; sent %d", steps, collects, unslept, core.sentOK)
+	if collects != unslept {
+		t.Fatalf("%d of %d turns after a wait collected readiness from a quiet socket", collects-unslept, steps)
+	}
+	if core.sentOK == 0 {
+		t.Fatal("the core sent nothing")
+	}
+
+	var sb dataphase.SendBuffer
+	fillPlan(&sb, 1, 0, 200)
+	if _, err := b.SendBatch(&sb); err != nil {
+		t.Fatal(err)
+	}
+	bound := int(readDefer/clock.Time(interval)) + 3
+	for i := 1; core.received.Load() == 0; i++ {
+		if i > bound {
+			t.Fatalf("the datagram was not read in %d turns (readDefer allows %d)", i-1, bound)
+		}
+		step()
+	}
+}

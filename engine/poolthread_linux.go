@@ -60,6 +60,10 @@ type poolThread struct {
 	clk      turnClock
 	progress *Progress
 	collect  bool // collect readiness in the next turn
+	// readSeen is when the epoll set was last known idle: the last
+	// collect, or the start of a wait on it that ended without readiness.
+	// Reads are deferred (waitTurn) at most readDefer from it.
+	readSeen clock.Time
 	quitting bool
 	group    clock.Time // the grouping window; 0: none
 	// groupByLoad: group follows live (groupFor); groupMax is the widest
@@ -147,6 +151,7 @@ func (t *poolThread) turn() (again bool) {
 	}
 	if t.collect {
 		t.collectReadiness()
+		t.readSeen = t.clk.start.Mono
 	}
 	t.collect = true // unless the wait says the epoll set is idle
 	t.readN = 0
