@@ -142,3 +142,33 @@ func TestCanDefer(t *testing.T) {
 		t.Error("deferred with the hold-off off")
 	}
 }
+
+// quiet: a wait takes the epoll fd when fewer than quietWait arrivals are
+// expected within it at the thread's recent read rate: Status PDUs of one
+// Test Connection (20 a second) over 1 ms are, those of 80 (1,600 a
+// second) over 275 µs are not.
+func TestHoldOffQuiet(t *testing.T) {
+	us := func(n int) clock.Time { return clock.Time(time.Duration(n) * time.Microsecond) }
+	h := holdOff{max: us(250)}
+	t0 := clock.Time(time.Second)
+	h.roll(t0)
+	if !h.quiet(t0, us(1000)) {
+		t.Error("nothing read yet: not quiet")
+	}
+	// 2 datagrams in the last 100 ms: 0.02 expected in 1 ms.
+	h.cur.dgrams = 2
+	if !h.quiet(t0+us(100000), us(1000)) {
+		t.Error("20 a second over 1 ms: not quiet")
+	}
+	// 160 in 100 ms: 0.44 expected in 275 µs.
+	h.cur.dgrams = 160
+	if h.quiet(t0+us(100000), us(275)) {
+		t.Error("1,600 a second over 275 µs: quiet")
+	}
+	// The previous window counts too: 160 in it, none yet in this one,
+	// 10 ms into it: 160 in 110 ms, 0.4 expected in 275 µs.
+	h.roll(t0 + us(100000))
+	if h.quiet(t0+us(110000), us(275)) {
+		t.Error("previous window's arrivals forgotten")
+	}
+}

@@ -51,9 +51,13 @@ import (
 // Outside a hold-off the wait leaves the epoll fd out too while what
 // arrived since the set was last known idle can wait for the deadline:
 // at most 1 ms (readDefer) after it, and within the same buffer bound.
-// The turn such a wait ends collects nothing, and the first wait that
-// can no longer leave the fd out returns at once if anything came, so a
-// sending thread whose sockets are quiet makes no epoll_wait per turn. The
+// The turn such a wait ends collects nothing. Once reads can wait no
+// longer, a wait that an arrival would likely end (one in twenty or more
+// at the thread's recent read rate) still leaves the fd out if its
+// deadline is within readDefer, and its turn collects; any other wait
+// takes the fd and returns at once if anything came. So a sending thread
+// whose sockets are quiet makes no epoll_wait per turn, and a busy one
+// about one per readDefer, without waking for each Status PDU. The
 // buffer share counts payload bytes (half of SO_RCVBUF as read back),
 // not the kernel's truesize, so on loopback and veth, which charge far
 // more per datagram, the margin is smaller than it looks.

@@ -149,11 +149,14 @@ func (t *poolThread) onReady(ev *unix.EpollEvent) {
 // fd is left out of the ppoll, and the turn that ends it collects
 // readiness. Between hold-offs, readiness is left out too while the reads
 // it would bring can wait for the deadline (holdOff.canDefer, counted from
-// readSeen, when the set was last known idle); the turn that ends such a
-// wait collects nothing, and the first wait that can no longer leave the
-// epoll fd out ends at once if anything arrived meanwhile. So a thread
-// whose sockets are quiet pays no epoll_wait per turn, and datagrams that
-// arrive while it sends (Status PDUs, mostly) cost no wake-up of their own.
+// readSeen, when the set was last known idle), and the turn that ends such
+// a wait collects nothing. Once they can wait no longer, a wait that is
+// likely to see an arrival (holdOff.quiet) still leaves the fd out when
+// the deadline is within readDefer, and its turn collects; any other wait
+// takes the fd and ends at once if anything arrived. So a thread whose
+// sockets are quiet pays no epoll_wait per turn, a busy one at most about
+// one per readDefer, and datagrams that arrive while a thread sends
+// (Status PDUs, mostly) seldom cost a wake-up of their own.
 func (t *poolThread) waitTurn() {
 	if t.pending.Load() {
 		return // commands are waiting: take them at once
@@ -167,16 +170,21 @@ func (t *poolThread) waitTurn() {
 		// Wait for the last deadline within the window of the earliest.
 		dl = t.heap.lastWithin(dl+g, maxGroupVisit)
 	}
-	holdOff := t.hold.until > now
+	// collectAfter: the epoll fd is left out and the next turn collects.
+	collectAfter := t.hold.until > now
 	deferred := false
-	if holdOff {
+	switch {
+	case collectAfter:
 		dl = min(dl, t.hold.until)
-	} else if dl != clock.Never && t.hold.canDefer(t.readSeen, dl) {
+	case dl == clock.Never:
+	case t.hold.canDefer(t.readSeen, dl):
 		deferred = true
+	case t.hold.canDefer(now, dl) && !t.hold.quiet(now, dl-now):
+		collectAfter = true
 	}
 	p := [2]unix.PollFd{{Fd: int32(t.wk.fd), Events: unix.POLLIN}, {Fd: int32(t.epfd), Events: unix.POLLIN}}
 	k := 2
-	if holdOff || deferred {
+	if collectAfter || deferred {
 		k = 1
 	}
 	var ts *unix.Timespec
@@ -199,7 +207,7 @@ func (t *poolThread) waitTurn() {
 		t.wk.drain()
 	}
 	switch {
-	case holdOff:
+	case collectAfter:
 		t.collect = true
 	case deferred:
 		t.collect = false
