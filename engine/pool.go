@@ -56,8 +56,7 @@ import (
 // at the thread's recent read rate) still leaves the fd out if its
 // deadline is within readDefer, and its turn collects; any other wait
 // takes the fd and returns at once if anything came. So a sending thread
-// whose sockets are quiet makes no epoll_wait per turn, and a busy one
-// about one per readDefer, without waking for each Status PDU. The
+// whose sockets are quiet makes no epoll_wait per turn. The
 // buffer share counts payload bytes (half of SO_RCVBUF as read back),
 // not the kernel's truesize, so on loopback and veth, which charge far
 // more per datagram, the margin is smaller than it looks.

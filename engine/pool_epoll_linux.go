@@ -154,9 +154,7 @@ func (t *poolThread) onReady(ev *unix.EpollEvent) {
 // likely to see an arrival (holdOff.quiet) still leaves the fd out when
 // the deadline is within readDefer, and its turn collects; any other wait
 // takes the fd and ends at once if anything arrived. So a thread whose
-// sockets are quiet pays no epoll_wait per turn, a busy one at most about
-// one per readDefer, and datagrams that arrive while a thread sends
-// (Status PDUs, mostly) seldom cost a wake-up of their own.
+// sockets are quiet pays no epoll_wait per turn.
 func (t *poolThread) waitTurn() {
 	if t.pending.Load() {
 		return // commands are waiting: take them at once
@@ -176,7 +174,6 @@ func (t *poolThread) waitTurn() {
 	switch {
 	case collectAfter:
 		dl = min(dl, t.hold.until)
-	case dl == clock.Never:
 	case t.hold.canDefer(t.readSeen, dl):
 		deferred = true
 	case t.hold.canDefer(now, dl) && !t.hold.quiet(now, dl-now):
