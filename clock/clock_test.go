@@ -33,6 +33,27 @@ func TestPairConversions(t *testing.T) {
 	}
 }
 
+// TestNowAtIsThePairsInstant: the time NowAt returns is the pair's own
+// instant, on the wall clock the pair carries and with a monotonic reading
+// between the runtime's reads around it, so a clock advanced from it starts
+// where the pair does.
+func TestNowAtIsThePairsInstant(t *testing.T) {
+	before := time.Now()
+	p, at := NowAt()
+	after := time.Now()
+	if at.UnixNano() != p.Wall {
+		t.Errorf("NowAt's time %d, its pair's wall clock %d", at.UnixNano(), p.Wall)
+	}
+	// Sub uses the monotonic readings when both times carry one: a time
+	// without one would compare by the wall clock, which can step.
+	if at.Round(0) == at {
+		t.Error("NowAt's time carries no monotonic reading")
+	}
+	if at.Sub(before) < 0 || after.Sub(at) < 0 {
+		t.Errorf("NowAt's time %v outside the runtime's reads around it (%v, %v)", at, before, after)
+	}
+}
+
 // BenchmarkNow measures a clock pair read, the cost paid once per turn.
 func BenchmarkNow(b *testing.B) {
 	for b.Loop() {

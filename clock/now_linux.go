@@ -26,19 +26,28 @@ func Mono() Time {
 // bracket is wider than pairSkew is read again (at most a few times), and
 // the wall clock taken is the bracket's midpoint.
 func Now() Pair {
-	var p Pair
+	p, _ := NowAt()
+	return p
+}
+
+// NowAt is Now with the bracket's midpoint as a time.Time, which carries
+// the runtime's monotonic reading: a caller that advances the pair with
+// the runtime's clock (one vDSO read, against the raw clock's system call)
+// measures from the pair's own instant, not from a later read that a
+// preemption could put hundreds of microseconds after it.
+func NowAt() (Pair, time.Time) {
 	for try := 0; ; try++ {
-		w1 := time.Now().UnixNano()
+		t1 := time.Now()
 		m := Mono()
-		w2 := time.Now().UnixNano()
-		p = Pair{Mono: m, Wall: w1 + (w2-w1)/2}
-		if w2-w1 <= pairSkew || try == 3 {
-			return p
+		t2 := time.Now()
+		w := t2.Sub(t1)
+		mid := t1.Add(w / 2)
+		if w <= pairSkew || try == 3 {
+			return Pair{Mono: m, Wall: mid.UnixNano()}, mid
 		}
 	}
 }
 
-// pairSkew bounds the width of a clock pair's bracket, in nanoseconds: a
-// raw clock read costs about half a microsecond here, a preemption
-// hundreds.
-const pairSkew = 20_000
+// pairSkew bounds the width of a clock pair's bracket: a raw clock read
+// costs about half a microsecond here, a preemption hundreds.
+const pairSkew = 20 * time.Microsecond

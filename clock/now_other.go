@@ -13,6 +13,12 @@ func Mono() Time { return Time(time.Since(start)) }
 
 // Now reads a Pair.
 func Now() Pair {
+	p, _ := NowAt()
+	return p
+}
+
+// NowAt is Now with its instant as a time.Time (see now_linux.go).
+func NowAt() (Pair, time.Time) {
 	t := time.Now()
-	return Pair{Mono: Time(t.Sub(start)), Wall: t.UnixNano()}
+	return Pair{Mono: Time(t.Sub(start)), Wall: t.UnixNano()}, t
 }

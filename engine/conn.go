@@ -136,8 +136,13 @@ type turnClock struct {
 var monoBase = time.Now()
 
 func (t *turnClock) read() clock.Pair {
-	t.start = clock.Now()
-	t.at = time.Since(monoBase)
+	// The runtime's reading comes from the pair's own bracket: one taken
+	// after it would, when the thread is preempted between the two, put the
+	// turn's clock behind the real one by the time lost, and a kernel
+	// receive time converted with the pair after it.
+	var at time.Time
+	t.start, at = clock.NowAt()
+	t.at = at.Sub(monoBase)
 	return t.start
 }
 
