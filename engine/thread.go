@@ -17,12 +17,21 @@ import (
 // sits in a system call, so each wait costs a P hand-off, a spinning M's
 // wake-up and, once every P is idle, a wake-up of sysmon itself from its
 // deep sleep by the thread's next system call: measured here, two to three
-// extra wake-ups in the process per wait of the Engine Thread. A yield
-// costs two thread switches; every 5 ms it is 200 a second.
+// extra wake-ups in the process per wait of the Engine Thread. Every 5 ms
+// is 200 yields a second.
 const yieldEvery = 5 * time.Millisecond
 
 // yielder passes an Engine Thread through the scheduler every yieldEvery
 // (see there): it holds when the thread last did.
+//
+// A goroutine locked to its thread that yields costs two thread switches
+// and four futex calls: the thread hands its P to another, sleeps, and is
+// woken when that one finds the goroutine runnable again. Unlocked for the
+// yield, the same thread takes the goroutine back from the run queue
+// itself when nothing else is runnable, the usual case, for two prctl
+// calls: the thread's timer slack goes back to its default first, so that
+// no other goroutine runs with the 1 ns slack on it, and is set again on
+// whichever thread the goroutine comes back on.
 type yielder clock.Time
 
 // afterTurn yields if yieldEvery passed since the last yield; now is the
@@ -30,15 +39,27 @@ type yielder clock.Time
 func (y *yielder) afterTurn(now clock.Time) {
 	if now-clock.Time(*y) >= clock.Time(yieldEvery) {
 		*y = yielder(now)
-		runtime.Gosched()
+		yieldThread()
 	}
 }
 
+// yieldThread passes the calling Engine Thread through the scheduler once
+// (see yielder).
+func yieldThread() {
+	// Both succeeded when the thread became an Engine Thread; a kernel
+	// that took them then takes them now.
+	_ = SetTimerSlack(0)
+	runtime.UnlockOSThread()
+	runtime.Gosched()
+	runtime.LockOSThread()
+	_ = SetTimerSlack(1)
+}
+
 // becomeEngineThread makes the calling goroutine an Engine Thread, of a
-// Conn or of the pool: locked to its OS thread for good (a goroutine that
-// exits while locked takes its OS thread with it, and with the thread its
-// timer slack, so no other goroutine ever runs with the 1 ns slack), timer
-// slack 1 ns, and a Progress for the watchdog, which the caller
+// Conn or of the pool: locked to its OS thread but for its yields (a
+// goroutine that exits while locked takes its OS thread with it, and with
+// the thread its timer slack, so no other goroutine ever runs with the
+// 1 ns slack), timer slack 1 ns, and a Progress for the watchdog, which the caller
 // unregisters when the thread ends.
 func becomeEngineThread(log *slog.Logger) *Progress {
 	runtime.LockOSThread()

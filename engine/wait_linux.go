@@ -17,7 +17,8 @@ import (
 // wake-ups. The default of 50 µs is a third of OB-UDPST's 100 µs base
 // interval; 1 ns took the median overshoot of a 100 µs ppoll from 89 µs to
 // 22 µs on the measuring VM. The setting is per thread, so call it on a
-// locked thread: the engine calls it on each of its threads.
+// locked thread: the engine calls it on each of its threads. 0 sets the
+// thread's default back.
 func SetTimerSlack(ns int) error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(ns), 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_TIMERSLACK)", err)
