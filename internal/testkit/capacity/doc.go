@@ -52,10 +52,12 @@
 //     of what it sends runs there too, for both servers alike);
 //   - wake-ups per second: the server's voluntary context switches;
 //   - the busiest thread's CPU and wake-ups: the same two figures of the
-//     server's thread that spent the most time on a CPU (an Engine
-//     Thread; OB-UDPST's one thread). The floor below measures its one
-//     sending thread, so this is what compares with it thread for thread;
-//     the rest of a Go server's figures is its runtime's other threads;
+//     server's thread that spent the most time on a CPU (OB-UDPST's one
+//     thread; ours, an OS thread that runs an Engine Thread). The floor
+//     below measures its one sending thread. An Engine Thread's goroutine
+//     can come back on another OS thread after each of its yields (every
+//     5 ms, engine/thread.go), so this can read only part of it: compare
+//     the server's CPU, not this, with the floor's;
 //   - system calls per packet: the server's system calls over the steady
 //     window (perf stat's in-kernel count of raw_syscalls:sys_enter; n/a
 //     without perf) over the UDP datagrams its namespace sent and
