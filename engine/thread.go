@@ -27,8 +27,9 @@ const yieldEvery = 5 * time.Millisecond
 // A goroutine locked to its thread that yields costs two thread switches
 // and four futex calls: the thread hands its P to another, sleeps, and is
 // woken when that one finds the goroutine runnable again. Unlocked for the
-// yield, the same thread takes the goroutine back from the run queue
-// itself when nothing else is runnable, the usual case, for two prctl
+// yield, the thread does not sleep waiting for it: it takes the goroutine
+// back from the run queue itself, or the thread the yield woke for the
+// spare P does (docs/performance.md measured both). That costs two prctl
 // calls: the thread's timer slack goes back to its default first, so that
 // no other goroutine runs with the 1 ns slack on it, and is set again on
 // whichever thread the goroutine comes back on.
