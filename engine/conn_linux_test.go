@@ -18,6 +18,15 @@ func refuseAll(s *Socket) {
 	s.sys.sendFn = func(int, []unix.Mmsghdr) (int, unix.Errno) { return 0, unix.ENOBUFS }
 }
 
+// timerSlack is the calling thread's timer slack in ns, -1 if unread.
+func timerSlack() int {
+	s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return -1
+	}
+	return s
+}
+
 // slackCore records the timer slack of the thread that runs it.
 type slackCore struct {
 	*fakeCore
@@ -26,7 +35,7 @@ type slackCore struct {
 
 func (c *slackCore) Poll(now clock.Pair, b *dataphase.SendBuffer) bool {
 	if c.slack == 0 {
-		c.slack, _ = unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		c.slack = timerSlack()
 	}
 	return c.fakeCore.Poll(now, b)
 }
@@ -42,7 +51,7 @@ func TestTimerSlack(t *testing.T) {
 				t.Fatalf("Engine Thread timer slack %d ns, want 1", core.slack)
 			}
 			// The test's own thread keeps the default.
-			if s, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); s == 1 {
+			if timerSlack() == 1 {
 				t.Fatalf("timer slack leaked to another thread")
 			}
 		})

@@ -642,6 +642,9 @@ func TestPoolThreadGroupsByLoad(t *testing.T) {
 func TestPoolDefersReadinessOfQuietSockets(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// The yields below set the 1 ns timer slack of an Engine Thread on
+	// this thread; it goes back to the runtime's threads with the default.
+	defer SetTimerSlack(0)
 	th := newTestThread(t, PoolOptions{Threads: 1})
 	a, b := openPair(t, "127.0.0.1:0", SocketOptions{SockBuf: 1 << 20})
 	const interval = 250 * time.Microsecond

@@ -60,8 +60,8 @@ func yieldThread() {
 // Conn or of the pool: locked to its OS thread but for its yields (a
 // goroutine that exits while locked takes its OS thread with it, and with
 // the thread its timer slack, so no other goroutine ever runs with the
-// 1 ns slack), timer slack 1 ns, and a Progress for the watchdog, which the caller
-// unregisters when the thread ends.
+// 1 ns slack), timer slack 1 ns, and a Progress for the watchdog, which
+// the caller unregisters when the thread ends.
 func becomeEngineThread(log *slog.Logger) *Progress {
 	runtime.LockOSThread()
 	if err := SetTimerSlack(1); err != nil {

@@ -11,14 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func timerSlack() int {
-	s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err != nil {
-		return -1
-	}
-	return s
-}
-
 // TestYieldKeepsTimerSlack: an Engine Thread's yield, unlocked from its OS
 // thread, may come back on another thread when other goroutines keep the
 // scheduler busy. After every yield the thread it is on has the 1 ns timer
