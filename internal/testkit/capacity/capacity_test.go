@@ -4,6 +4,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,6 +145,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 		genGroup = d
 	}
 	floor := os.Getenv("CAPACITY_FLOOR") != "0"
+	ringFloor := os.Getenv("CAPACITY_FLOOR_RING") != "0"
 	tmp := b.TempDir()
 	type key struct {
 		server string
@@ -169,19 +171,31 @@ func BenchmarkServerCapacity(b *testing.B) {
 				// checks of 2026-12-07, whichever build went first), a
 				// bias no server should always bear.
 				k := len(srvs)
+				floors := []bool{}
 				if dir == "down" && floor {
-					k++
+					floors = append(floors, false)
+					if ringFloor {
+						floors = append(floors, true)
+					}
 				}
+				k += len(floors)
 				for i := range k {
 					j := (i + rep) % k
-					if j == len(srvs) {
-						f, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1)
-						if err != nil {
-							b.Logf("raw floor N=%d: %v", n, err)
+					if j >= len(srvs) {
+						ring := floors[j-len(srvs)]
+						f, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1, ring)
+						name := f.Result().Server
+						if errors.Is(err, errRingUnavailable) {
+							b.Logf("%s left out: %v", name, err)
+							ringFloor = false
 							continue
 						}
-						b.Logf("run %d: raw floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)", rep+1, n, f.CPU, f.Wakeups, f.Sent, f.Got, f.LateTurns, f.MaxLate)
-						record(key{"raw floor", dir, n}, f.Result())
+						if err != nil {
+							b.Logf("%s N=%d: %v", name, n, err)
+							continue
+						}
+						b.Logf("run %d: %s N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)", rep+1, name, n, f.CPU, f.Wakeups, f.Sent, f.Got, f.LateTurns, f.MaxLate)
+						record(key{name, dir, n}, f.Result())
 						continue
 					}
 					s := srvs[j]
@@ -336,13 +350,24 @@ func BenchmarkSendFloor(b *testing.B) {
 	lab := labOrSkip(b, netlab.Config{})
 	steer(b, lab)
 	secs := envInt(b, "CAPACITY_SECONDS", 10)
+	ring := os.Getenv("CAPACITY_FLOOR_RING") != "0"
 	for _, n := range envInts(b, "CAPACITY_N", defaultN) {
-		r, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1)
-		if err != nil {
-			b.Fatal(err)
+		for _, form := range []bool{false, true} {
+			if form && !ring {
+				continue
+			}
+			r, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1, form)
+			if errors.Is(err, errRingUnavailable) {
+				b.Logf("the io_uring floor left out: %v", err)
+				ring = false
+				continue
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("%s N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)",
+				r.Result().Server, n, r.CPU, r.Wakeups, r.Sent, r.Got, r.LateTurns, r.MaxLate)
 		}
-		b.Logf("floor N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)",
-			n, r.CPU, r.Wakeups, r.Sent, r.Got, r.LateTurns, r.MaxLate)
 	}
 }
 

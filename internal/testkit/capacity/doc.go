@@ -61,16 +61,21 @@
 //   - system calls per packet: the server's system calls over the steady
 //     window (perf stat's in-kernel count of raw_syscalls:sys_enter; n/a
 //     without perf) over the UDP datagrams its namespace sent and
-//     received meanwhile; the floor's is (N+2)/N by construction;
+//     received meanwhile; the floor's is (N+2)/N by construction, its
+//     io_uring form's 3/N;
 //   - generator CPU, and receive buffer overflows in both namespaces.
 //
 // Downstream the check also runs the sending floor (SendFloor, row "raw
 // floor"): N connected sockets in the server namespace and one thread on
 // the server's CPU that wakes once a millisecond and gives each socket its
 // datagram with one sendmmsg call, with no protocol at all. No server with
-// a socket per Test Connection can send the same datagrams for less, so
-// its CPU is what the kernel alone charges for them: a CPU target below it
-// cannot be met on that machine.
+// a socket per Test Connection can send the same datagrams for less with a
+// system call per socket, so its CPU is what the kernel alone charges for
+// them that way: a CPU target below it cannot be met on that machine
+// without batching. Its second form (row "raw floor, io_uring") gives the
+// N datagrams of a turn to the kernel in one io_uring_enter: the floor for
+// a server that batches the sends of many Test Connections in one system
+// call. It is left out, saying why, where the kernel refuses a ring.
 //
 // Settings (environment): UDPST_BIN adds OB-UDPST's server side by side;
 // UDPSTP_BIN names the udpstp binary (default: built into a temporary
@@ -86,13 +91,13 @@
 // lets its one CPU carry more Test Connections; it costs the schedule up
 // to 100 µs, far inside the 1 ms catch-up budget); CAPACITY_OUT, a file
 // the Markdown table is also written to; CAPACITY_FLOOR=0 leaves the
-// floor out; CAPACITY_STEER=1 steers the router's receive work to the
+// floor out, CAPACITY_FLOOR_RING=0 its io_uring form; CAPACITY_STEER=1 steers the router's receive work to the
 // generator's CPU (netlab.Lab.SteerRouter), so that the forwarding of
 // what the server sends no longer runs in its context. Steering is off by
 // default: on a VM it trades that forwarding for an inter-processor
 // interrupt per datagram sent at its own moment, and the generator's CPU,
 // carrying all the forwarding, then limits the check from about 120 Test
-// Connections. BenchmarkSendFloor runs the floor alone.
+// Connections. BenchmarkSendFloor runs the floor alone, in both forms.
 //
 // # The throughput comparison
 //

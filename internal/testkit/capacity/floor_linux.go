@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -22,12 +23,19 @@ import (
 // Sender must (sendmmsg takes one socket, and one datagram is due per
 // socket). It builds no PDU, keeps no schedule per connection and wakes
 // 1,000 times a second however many sockets it serves: no server with a
-// socket per Test Connection can send the same datagrams for less. A receiver in the client
-// namespace, pinned to the generator's CPU, reads them header-only.
+// socket per Test Connection can send the same datagrams for less with a
+// system call per socket. A receiver in the client namespace, pinned to the
+// generator's CPU, reads them header-only.
+//
+// Its second form (ring set) gives the N datagrams of a turn to the kernel
+// in one io_uring_enter instead (sendRing): the floor for a server that
+// batches the sends of many Test Connections in one system call.
 
 // FloorResult is what a floor run measured.
 type FloorResult struct {
 	N int
+	// Ring says the sends went through io_uring (sendRing).
+	Ring bool
 	// Sent and Got count every datagram, warm-up included.
 	Sent, Got int64
 	// CPU is the sending thread's time on a CPU per second (schedstat),
@@ -46,14 +54,18 @@ type FloorResult struct {
 // Result returns the floor run as a row of the capacity table: its
 // delivered share is what the receiver got of what was sent.
 func (f FloorResult) Result() *Result {
-	r := &Result{Server: "raw floor", N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
+	name, calls := "raw floor", f.N
+	if f.Ring {
+		name, calls = "raw floor, io_uring", 1
+	}
+	r := &Result{Server: name, N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
 		Planned: float64(f.Sent), Delivered: float64(f.Got), ServerCPU: f.CPU, ServerWakeups: f.Wakeups,
 		BusiestCPU: f.CPU, BusiestWakeups: f.Wakeups,
 		// By construction: a clock_nanosleep and a clock_gettime a turn
 		// (x/sys's ClockGettime is a system call, not the vDSO's; its
 		// time.Now calls are the vDSO's) and one sendmmsg per socket,
-		// for its N datagrams.
-		SyscallsPerPacket: float64(2+f.N) / float64(max(f.N, 1))}
+		// for its N datagrams, or one io_uring_enter for all of them.
+		SyscallsPerPacket: float64(2+calls) / float64(max(f.N, 1))}
 	// Its Skipped Bursts are what a Load Sender as late would skip.
 	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v)", f.LateTurns, f.MaxLate.Round(time.Microsecond)))
 	return r
@@ -61,9 +73,10 @@ func (f FloorResult) Result() *Result {
 
 // SendFloor runs the sending floor for n sockets, one datagram of payload
 // bytes each per period, for d, the sender pinned to cpu and the receiver
-// to rxCPU.
-func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rxCPU int) (FloorResult, error) {
-	res := FloorResult{N: n}
+// to rxCPU; with ring, in its io_uring form. Where the kernel will not set
+// up a ring, the error wraps errRingUnavailable.
+func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rxCPU int, ring bool) (FloorResult, error) {
+	res := FloorResult{N: n, Ring: ring}
 	rx, rxPort, err := rawSocket(lab, lab.ClientNS, lab.ClientAddr)
 	if err != nil {
 		return res, fmt.Errorf("floor receiver: %w", err)
@@ -121,6 +134,14 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 			if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 				return fmt.Errorf("timer slack: %w", err)
 			}
+			var sr *sendRing
+			if ring {
+				var err error
+				if sr, err = newSendRing(uint32(max(64, nextPow2(n)))); err != nil {
+					return err
+				}
+				defer sr.close()
+			}
 			buf := make([]byte, payload)
 			buf[0] = 0xBE // not a Load PDU: no one parses it
 			iov := unix.Iovec{Base: &buf[0]}
@@ -155,10 +176,18 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 					}
 					res.MaxLate = max(res.MaxLate, late)
 				}
-				for _, fd := range txs {
-					r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg[0])), 1, 0, 0, 0)
-					if e == 0 {
-						sent += int64(r)
+				if sr != nil {
+					k, err := sr.sendEach(txs, buf)
+					sent += int64(k)
+					if err != nil && !errors.Is(err, unix.EAGAIN) {
+						return err
+					}
+				} else {
+					for _, fd := range txs {
+						r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg[0])), 1, 0, 0, 0)
+						if e == 0 {
+							sent += int64(r)
+						}
 					}
 				}
 				if !measuring && time.Now().After(warm) {
@@ -181,4 +210,13 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 	res.CPU = (u1.cpu - u0.cpu).Seconds() / secs
 	res.Wakeups = float64(u1.wakeups-u0.wakeups) / secs
 	return res, nil
+}
+
+// nextPow2 is the least power of two at least n (n > 0).
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
