@@ -137,6 +137,11 @@ func (r *sendRing) sendEach(fds []int, buf []byte) (sent int, err error) {
 		return 0, os.NewSyscallError("io_uring_enter", e)
 	}
 	r.pending += int(n)
+	if int(n) < len(fds) {
+		// What was not taken stays queued and would be sent by the next
+		// call, out of its turn: the floor has failed.
+		return 0, fmt.Errorf("io_uring_enter took %d of %d sends", n, len(fds))
+	}
 	sent, err = r.reap()
 	if r.pending > 0 { // not expected: a send that completed later
 		if _, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, uintptr(r.pending), ringEnterGetEvts, 0, 0); e != 0 {
