@@ -171,7 +171,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 				// checks of 2026-12-07, whichever build went first), a
 				// bias no server should always bear.
 				k := len(srvs)
-				floors := []bool{}
+				var floors []bool
 				if dir == "down" && floor {
 					floors = append(floors, false)
 					if ringFloor {
@@ -184,7 +184,7 @@ func BenchmarkServerCapacity(b *testing.B) {
 					if j >= len(srvs) {
 						ring := floors[j-len(srvs)]
 						f, err := SendFloor(lab, n, 472, time.Millisecond, time.Duration(secs)*time.Second, 0, 1, ring)
-						name := f.Result().Server
+						name := f.Name()
 						if errors.Is(err, errRingUnavailable) {
 							b.Logf("%s left out: %v", name, err)
 							ringFloor = false
@@ -366,7 +366,7 @@ func BenchmarkSendFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("%s N=%d: sender CPU %.3f, %.0f wake-ups/s, sent %d, received %d, %d turns over 1 ms late (latest %v)",
-				r.Result().Server, n, r.CPU, r.Wakeups, r.Sent, r.Got, r.LateTurns, r.MaxLate)
+				r.Name(), n, r.CPU, r.Wakeups, r.Sent, r.Got, r.LateTurns, r.MaxLate)
 		}
 	}
 }

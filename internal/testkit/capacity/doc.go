@@ -91,9 +91,10 @@
 // lets its one CPU carry more Test Connections; it costs the schedule up
 // to 100 µs, far inside the 1 ms catch-up budget); CAPACITY_OUT, a file
 // the Markdown table is also written to; CAPACITY_FLOOR=0 leaves the
-// floor out, CAPACITY_FLOOR_RING=0 its io_uring form; CAPACITY_STEER=1 steers the router's receive work to the
-// generator's CPU (netlab.Lab.SteerRouter), so that the forwarding of
-// what the server sends no longer runs in its context. Steering is off by
+// floor out, CAPACITY_FLOOR_RING=0 its io_uring form; CAPACITY_STEER=1
+// steers the router's receive work to the generator's CPU
+// (netlab.Lab.SteerRouter), so that the forwarding of what the server
+// sends no longer runs in its context. Steering is off by
 // default: on a VM it trades that forwarding for an inter-processor
 // interrupt per datagram sent at its own moment, and the generator's CPU,
 // carrying all the forwarding, then limits the check from about 120 Test

@@ -54,11 +54,11 @@ type FloorResult struct {
 // Result returns the floor run as a row of the capacity table: its
 // delivered share is what the receiver got of what was sent.
 func (f FloorResult) Result() *Result {
-	name, calls := "raw floor", f.N
+	calls := f.N
 	if f.Ring {
-		name, calls = "raw floor, io_uring", 1
+		calls = 1
 	}
-	r := &Result{Server: name, N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
+	r := &Result{Server: f.Name(), N: f.N, Floor: true, SkippedBursts: f.LateTurns * int64(f.N),
 		Planned: float64(f.Sent), Delivered: float64(f.Got), ServerCPU: f.CPU, ServerWakeups: f.Wakeups,
 		BusiestCPU: f.CPU, BusiestWakeups: f.Wakeups,
 		// By construction: a clock_nanosleep and a clock_gettime a turn
@@ -69,6 +69,14 @@ func (f FloorResult) Result() *Result {
 	// Its Skipped Bursts are what a Load Sender as late would skip.
 	r.Notes = append(r.Notes, fmt.Sprintf("%d turns over 1 ms late (latest %v)", f.LateTurns, f.MaxLate.Round(time.Microsecond)))
 	return r
+}
+
+// Name is the floor's row in the capacity table.
+func (f FloorResult) Name() string {
+	if f.Ring {
+		return "raw floor, io_uring"
+	}
+	return "raw floor"
 }
 
 // SendFloor runs the sending floor for n sockets, one datagram of payload
@@ -137,7 +145,7 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 			var sr *sendRing
 			if ring {
 				var err error
-				if sr, err = newSendRing(uint32(max(64, nextPow2(n)))); err != nil {
+				if sr, err = newSendRing(uint32(max(64, n))); err != nil {
 					return err
 				}
 				defer sr.close()
@@ -210,13 +218,4 @@ func SendFloor(lab *netlab.Lab, n, payload int, period, d time.Duration, cpu, rx
 	res.CPU = (u1.cpu - u0.cpu).Seconds() / secs
 	res.Wakeups = float64(u1.wakeups-u0.wakeups) / secs
 	return res, nil
-}
-
-// nextPow2 is the least power of two at least n (n > 0).
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }

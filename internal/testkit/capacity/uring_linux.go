@@ -81,8 +81,9 @@ const (
 // built in, turned off (kernel.io_uring_disabled) or refused by seccomp.
 var errRingUnavailable = errors.New("io_uring unavailable")
 
-// newSendRing sets up a ring of entries submissions (a power of two).
-// Only the thread that calls it may submit (IORING_SETUP_SINGLE_ISSUER).
+// newSendRing sets up a ring of at least entries submissions (the kernel
+// rounds up to a power of two). Only the thread that calls it may submit
+// (IORING_SETUP_SINGLE_ISSUER).
 func newSendRing(entries uint32) (*sendRing, error) {
 	var p ringParams
 	p.flags = ringSetupSingle | ringSetupCoop
@@ -128,7 +129,7 @@ func (r *sendRing) sendEach(fds []int, buf []byte) (sent int, err error) {
 	for i, fd := range fds {
 		idx := (tail + uint32(i)) & r.sqMask
 		r.sqes[idx] = ringSQE{opcode: ringOpSend, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&buf[0]))),
-			len: uint32(len(buf)), msgFlags: unix.MSG_DONTWAIT, userData: uint64(i)}
+			len: uint32(len(buf)), msgFlags: unix.MSG_DONTWAIT}
 		r.sqArray[idx] = idx
 	}
 	atomic.StoreUint32(r.sqTail, tail+uint32(len(fds)))
