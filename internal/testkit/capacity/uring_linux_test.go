@@ -87,7 +87,7 @@ func TestSendRing(t *testing.T) {
 	if sent != 2 || !errors.Is(err, unix.ENOTSOCK) {
 		t.Errorf("with a non-socket among them: sent %d, %v; want 2, ENOTSOCK", sent, err)
 	}
-	if r.pending != 0 {
-		t.Errorf("%d sends still pending after sendEach returned", r.pending)
+	if k := r.r.Inflight(); k != 0 {
+		t.Errorf("%d sends still pending after sendEach returned", k)
 	}
 }
