@@ -39,17 +39,19 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 		if !s.peer.IsValid() {
 			return ErrNotConnected
 		}
-		sent, err = s.sendmmsg(b, fd)
+		sent, err = s.sendmmsg(b, fd, 0)
 		return err
 	})
 	return sent, err
 }
 
-// sendmmsg sends b's plan on fd, GSO runs grouped; with mu held shared.
-func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd int) (int, error) {
+// sendmmsg sends b's plan from datagram from on fd, GSO runs grouped;
+// with mu held shared. It returns the first datagram the kernel has not
+// taken (b.N when all went).
+func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd, from int) (int, error) {
 	x := &s.sys
 	n := b.N
-	next := 0     // first datagram the kernel has not taken
+	next := from  // first datagram the kernel has not taken
 	calls := 0    // sendmmsg calls that took something
 	gsoMsgs := 0  // GSO messages among what they took
 	retried := -1 // datagram whose send was retried after a path error
@@ -70,8 +72,8 @@ func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd int) (int, error) {
 		if gsoMsgs > 0 {
 			s.stats[CountGSOMessages].Add(uint64(gsoMsgs))
 		}
-		if next > givenUp {
-			s.stats[CountSentDatagrams].Add(uint64(next - givenUp))
+		if next-from > givenUp {
+			s.stats[CountSentDatagrams].Add(uint64(next - from - givenUp))
 		}
 		if givenUp > 0 {
 			s.stats[CountGivenUp].Add(uint64(givenUp))

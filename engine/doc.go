@@ -39,6 +39,8 @@
 // thread.go (the per-Test-Connection executor), pool.go (the pool's API and
 // options), pool_linux.go (placing Test Connections on Engine Threads),
 // poolthread_linux.go (an Engine Thread and its turns),
+// ringsend_linux.go (a turn's sends of many Test Connections through one
+// io_uring, experimental),
 // pool_epoll_linux.go (their epoll registrations, readiness and wait),
 // group.go (the grouping window by load),
 // holdoff.go (the receive hold-off's arithmetic, tested on every platform),

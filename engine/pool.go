@@ -95,6 +95,11 @@ type PoolOptions struct {
 	// of the grid before it opens another (gridphase.go): 0 means
 	// DefaultPhaseConns, a negative value keeps one phase (experimental).
 	PhaseConns int
+	// Ring (experimental, off by default) sends the due Test Connections
+	// of a turn through one io_uring per Engine Thread, in one system
+	// call, where the kernel allows a ring; a thread it refuses sends as
+	// without, saying why once.
+	Ring bool
 	// Log (nil: discard) gets the rare messages: a recovered panic, a
 	// socket failure, GSO turned off, timer slack refused.
 	Log *slog.Logger
@@ -115,6 +120,9 @@ type PoolStats struct {
 	// GroupMax is the widest grouping window any of its threads used
 	// (PoolOptions.Group); 0: none.
 	GroupMax time.Duration
+	// RingPlans counts the send plans its threads handed to the kernel
+	// through io_uring (PoolOptions.Ring); 0 without.
+	RingPlans uint64
 }
 
 // Pool is a pool of Engine Threads. Its methods are safe for concurrent
@@ -178,6 +186,9 @@ func (p *Pool) Describe() string {
 		hold += fmt.Sprintf(", a phase of the grid per %d Test Connections of a thread", n)
 	} else {
 		hold += ", one phase of the grid"
+	}
+	if p.opts.Ring {
+		hold += ", sends through io_uring (experimental)"
 	}
 	return fmt.Sprintf("pool of up to %d Engine Threads (%s), %s", p.max, how, hold)
 }

@@ -178,12 +178,14 @@ func (p *Pool) Stats() PoolStats {
 	s := &p.sys
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := PoolStats{MaxThreads: p.max, Threads: len(s.threads), Turns: s.gone.Turns, Wakeups: s.gone.Wakeups, Busy: s.gone.Busy}
+	st := PoolStats{MaxThreads: p.max, Threads: len(s.threads), Turns: s.gone.Turns, Wakeups: s.gone.Wakeups, Busy: s.gone.Busy,
+		RingPlans: s.gone.RingPlans}
 	now := clock.Mono()
 	for _, t := range s.threads {
 		st.Conns += int(t.load.Load())
 		st.Turns += t.turns.Load()
 		st.Wakeups += t.wakeups.Load()
+		st.RingPlans += t.ringed.Load()
 		st.Busy += t.busyTime(now)
 		st.GroupMax = max(st.GroupMax, time.Duration(t.groupMax.Load()))
 	}

@@ -242,6 +242,9 @@ func newTestThread(t *testing.T, o PoolOptions) *poolThread {
 	t.Cleanup(func() {
 		unix.Close(th.epfd)
 		th.wk.Close()
+		if th.ring != nil {
+			th.ring.close()
+		}
 	})
 	return th
 }

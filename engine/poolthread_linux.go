@@ -30,6 +30,7 @@ type poolThread struct {
 	load    atomic.Int32 // Test Connections placed on it and not yet retired
 	turns   atomic.Uint64
 	wakeups atomic.Uint64
+	ringed  atomic.Uint64 // send plans handed over through the ring (PoolStats.RingPlans)
 	// The time out of waits (PoolStats.Busy): busy adds up the stretches
 	// of turns between two waits, busyFrom is when the current one began
 	// (a turn's clock reading, 0 while waiting). Each costs an atomic
@@ -73,6 +74,10 @@ type poolThread struct {
 	readN       int // datagrams read in the current turn
 	hold        holdOff
 	phases      gridPhases
+	// ring batches the turn's sends of all its due Test Connections in one
+	// system call (PoolOptions.Ring; ringsend_linux.go); nil: a sendmmsg
+	// each. ringKept holds a ring given up with sends still in it.
+	ring, ringKept *ringSends
 }
 
 func newPoolThread(p *Pool, id int) (*poolThread, error) {
@@ -92,6 +97,14 @@ func newPoolThread(p *Pool, id int) (*poolThread, error) {
 	t.groupByLoad = p.opts.Group == GroupByLoad
 	t.groupMax.Store(int64(t.group))
 	t.phases.per = p.phaseConns()
+	if p.opts.Ring {
+		rs, err := newRingSends()
+		if err != nil {
+			t.log.Warn("engine: no io_uring; each Test Connection's sends take a system call", "err", err)
+		} else {
+			t.ring = rs
+		}
+	}
 	return t, nil
 }
 
@@ -121,7 +134,11 @@ func (t *poolThread) run() {
 	defer t.progress.unregister()
 	defer func() {
 		if r := recover(); r != nil {
+			t.ringAbandon()
 			t.die(r, debug.Stack())
+		}
+		if t.ring != nil {
+			t.ring.close()
 		}
 		unix.Close(t.epfd)
 		t.wk.Close()
@@ -170,8 +187,12 @@ func (t *poolThread) turn() (again bool) {
 			again = true
 			break
 		}
+		if t.ring != nil && t.ringTake(c, now) {
+			continue
+		}
 		t.serve(c, now, true)
 	}
+	t.ringFlush()
 
 	// Then one bounded read per readable Test Connection; those not
 	// drained stay on the list, in order.
@@ -468,6 +489,7 @@ func (t *poolThread) die(r any, stack []byte) {
 			s.threads = append(s.threads[:i], s.threads[i+1:]...)
 			s.gone.Turns += t.turns.Load()
 			s.gone.Wakeups += t.wakeups.Load()
+			s.gone.RingPlans += t.ringed.Load()
 			s.gone.Busy += t.busyTime(clock.Mono())
 			s.gone.GroupMax = max(s.gone.GroupMax, time.Duration(t.groupMax.Load()))
 			break

@@ -44,7 +44,7 @@ func newFakeServer() *fakeServer {
 	f.down[engine.CountSentDatagrams] = 1000
 	f.up[engine.CountRecvDatagrams] = 900
 	f.up[engine.CountSocketErrors] = 2
-	f.pool = engine.PoolStats{MaxThreads: 2, Threads: 1, Conns: 3, Turns: 500, Wakeups: 450, Busy: 1500 * time.Millisecond}
+	f.pool = engine.PoolStats{MaxThreads: 2, Threads: 1, Conns: 3, Turns: 500, Wakeups: 450, Busy: 1500 * time.Millisecond, RingPlans: 70}
 	return f
 }
 
@@ -130,6 +130,7 @@ func TestCollectorFakeSnapshot(t *testing.T) {
 		`udpstp_engine_connections{}`:                                        3,
 		`udpstp_engine_wakeups_total{}`:                                      450,
 		`udpstp_engine_turns_total{}`:                                        500,
+		`udpstp_engine_ring_plans_total{}`:                                   70,
 		`udpstp_netns_udp_receive_buffer_errors_total{family="ipv4"}`:        11,
 		`udpstp_netns_udp_send_buffer_errors_total{family="ipv4"}`:           1,
 		`udpstp_netns_ip_reassembly_failures_total{family="ipv4"}`:           24742,

@@ -81,7 +81,9 @@ var (
 	famEngineConns   = &family.Family{Name: "udpstp_engine_connections", Help: "Test Connections the Engine Threads serve", Type: family.Gauge}
 	famEngineTurns   = &family.Family{Name: "udpstp_engine_turns_total", Help: "Turns the Engine Threads ran", Type: family.Counter}
 	famEngineWakeups = &family.Family{Name: "udpstp_engine_wakeups_total", Help: "Waits of the Engine Threads that ended", Type: family.Counter}
-	famEngineBusy    = &family.Family{Name: "udpstp_engine_busy_seconds_total",
+	famEngineRing    = &family.Family{Name: "udpstp_engine_ring_plans_total",
+		Help: "Send plans the Engine Threads handed to the kernel through io_uring (UDPSTP_ENGINE_URING=1)", Type: family.Counter}
+	famEngineBusy = &family.Family{Name: "udpstp_engine_busy_seconds_total",
 		Help: "Time the Engine Threads spent out of their waits, added up (also runnable but not running)", Type: family.Counter}
 	famBuildInfo = &family.Family{Name: "udpstp_build_info", Help: "udpstp's build: 1, with its version, commit and Go toolchain as labels",
 		Type: family.Gauge, Labels: []string{"version", "revision", "goversion", "goos", "goarch"}}
@@ -101,7 +103,8 @@ var (
 )
 
 // Pool reports a pool's Engine Threads: how many run and may run, the
-// Test Connections they serve, their turns and wake-ups, and the time
+// Test Connections they serve, their turns and wake-ups, the send plans
+// they handed over through io_uring, and the time
 // they spent out of their waits (the rate of
 // udpstp_engine_busy_seconds_total is the pool's busy share in threads;
 // divided by udpstp_engine_threads, the share of each).
@@ -113,6 +116,7 @@ func Pool(stats func() engine.PoolStats) Source {
 		emit(family.Sample{Family: famEngineConns, Value: float64(st.Conns)})
 		emit(family.Sample{Family: famEngineTurns, Value: float64(st.Turns)})
 		emit(family.Sample{Family: famEngineWakeups, Value: float64(st.Wakeups)})
+		emit(family.Sample{Family: famEngineRing, Value: float64(st.RingPlans)})
 		if engine.PoolSupported {
 			emit(family.Sample{Family: famEngineBusy, Value: st.Busy.Seconds()})
 		}

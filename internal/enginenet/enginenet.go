@@ -45,6 +45,11 @@ import (
 //     client read with UDP GRO (engine.SocketOptions.GRO), where the
 //     kernel has it; 0 or unset, without (the default, until measurements
 //     say GRO pays).
+//   - UDPSTP_ENGINE_URING=1: each Engine Thread hands the sends of all its
+//     due Test Connections to the kernel in one system call through an
+//     io_uring (engine.PoolOptions.Ring), where the kernel allows one; 0
+//     or unset, a sendmmsg per Test Connection (the default, until
+//     measurements say the ring pays).
 const (
 	envEngineThreads = "UDPSTP_ENGINE_THREADS"
 	envEngineHoldOff = "UDPSTP_ENGINE_HOLDOFF"
@@ -52,6 +57,7 @@ const (
 	envEnginePhase   = "UDPSTP_ENGINE_PHASE"
 	envClientThreads = "UDPSTP_CLIENT_THREADS"
 	envEngineGRO     = "UDPSTP_ENGINE_GRO"
+	envEngineURing   = "UDPSTP_ENGINE_URING"
 )
 
 // Env holds the experimental settings as the environment spells them,
@@ -63,7 +69,7 @@ type Env map[string]string
 // os.Getenv), once, as a server or a client starts.
 func ReadEnv(getenv func(string) string) Env {
 	e := Env{}
-	for _, k := range []string{envEngineThreads, envEngineHoldOff, envEngineGroup, envEnginePhase, envClientThreads, envEngineGRO} {
+	for _, k := range []string{envEngineThreads, envEngineHoldOff, envEngineGroup, envEnginePhase, envClientThreads, envEngineGRO, envEngineURing} {
 		if v := getenv(k); v != "" {
 			e[k] = v
 		}
@@ -183,17 +189,21 @@ func poolOptions(getenv func(string) string, log *slog.Logger) engine.PoolOption
 			o.PhaseConns = -1 // engine.PoolOptions: 0 is the default, negative one phase
 		}
 	}
+
+	o.Ring, _ = envSetting(getenv, log, envEngineURing, "1 to send through io_uring, or 0", parseBool)
 	return o
 }
 
 // groOption reads UDPSTP_ENGINE_GRO; a value that does not parse is
 // reported and ignored.
 func groOption(getenv func(string) string, log *slog.Logger) bool {
-	on, _ := envSetting(getenv, log, envEngineGRO, "1 to read with UDP GRO, or 0", func(v string) (bool, bool) {
-		on, err := strconv.ParseBool(v)
-		return on, err == nil
-	})
+	on, _ := envSetting(getenv, log, envEngineGRO, "1 to read with UDP GRO, or 0", parseBool)
 	return on
+}
+
+func parseBool(v string) (bool, bool) {
+	on, err := strconv.ParseBool(v)
+	return on, err == nil
 }
 
 // envSetting reads the setting name: ok is false when it is unset, or when

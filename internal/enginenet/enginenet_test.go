@@ -21,12 +21,12 @@ func TestEngineSettings(t *testing.T) {
 		warn []string // settings warned about, in order
 	}{
 		{env: nil},
-		{env: map[string]string{envEngineThreads: "3", envEngineHoldOff: "100us", envEngineGroup: "1ms", envEnginePhase: "20", envEngineGRO: "1"},
-			want: engine.PoolOptions{Threads: 3, HoldOff: 100 * time.Microsecond, Group: time.Millisecond, PhaseConns: 20}, gro: true},
-		{env: map[string]string{envEngineHoldOff: "0", envEngineGroup: "0", envEnginePhase: "0", envEngineGRO: "0"},
+		{env: map[string]string{envEngineThreads: "3", envEngineHoldOff: "100us", envEngineGroup: "1ms", envEnginePhase: "20", envEngineGRO: "1", envEngineURing: "1"},
+			want: engine.PoolOptions{Threads: 3, HoldOff: 100 * time.Microsecond, Group: time.Millisecond, PhaseConns: 20, Ring: true}, gro: true},
+		{env: map[string]string{envEngineHoldOff: "0", envEngineGroup: "0", envEnginePhase: "0", envEngineGRO: "0", envEngineURing: "0"},
 			want: engine.PoolOptions{HoldOff: -1, PhaseConns: -1}},
-		{env: map[string]string{envEngineThreads: "0", envEngineHoldOff: "-1us", envEngineGroup: "2ms", envEnginePhase: "-3", envEngineGRO: "yes"},
-			warn: []string{envEngineThreads, envEngineHoldOff, envEngineGroup, envEnginePhase, envEngineGRO}},
+		{env: map[string]string{envEngineThreads: "0", envEngineHoldOff: "-1us", envEngineGroup: "2ms", envEnginePhase: "-3", envEngineGRO: "yes", envEngineURing: "on"},
+			warn: []string{envEngineThreads, envEngineHoldOff, envEngineGroup, envEnginePhase, envEngineURing, envEngineGRO}},
 		{env: map[string]string{envEngineThreads: "two", envEngineHoldOff: "5", envEngineGroup: "1h", envEnginePhase: "1.5"},
 			warn: []string{envEngineThreads, envEngineHoldOff, envEngineGroup, envEnginePhase}},
 		{env: map[string]string{envEngineHoldOff: "2s"}, want: engine.PoolOptions{HoldOff: 2 * time.Second}}, // no upper bound
