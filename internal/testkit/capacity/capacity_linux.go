@@ -84,6 +84,10 @@ type Result struct {
 	Lag                []time.Duration
 	LagP50, LagP99     time.Duration
 	LagSamples         int
+	// AgeP50 and AgeP99 are the Load PDUs' stamp to arrival (downstream;
+	// 0: not known): the receive time less the send time the server wrote
+	// in the PDU, both on the one kernel's CLOCK_REALTIME.
+	AgeP50, AgeP99 time.Duration
 
 	Window        time.Duration // the steady window CPU was measured over
 	ServerCPU     float64       // CPUs busy
@@ -145,11 +149,13 @@ func (n *labNet) RunDataPhase(control.Socket, *dataphase.Conn, func(dataphase.Ev
 
 // lagCore records the kernel receive time of each datagram of one kind
 // (Load PDUs downstream, Status PDUs upstream) by its sequence number,
-// then hands the batch to the client's core.
+// then hands the batch to the client's core. Downstream it also records
+// each Load PDU's age: its receive time less the send time in it.
 type lagCore struct {
 	*dataphase.Conn
 	id  uint16
 	arr []clock.Time // by sequence number; 0: not received
+	age []int64      // by sequence number, ns; nil upstream
 }
 
 func (l *lagCore) Receive(b *dataphase.RecvBatch) {
@@ -160,6 +166,12 @@ func (l *lagCore) Receive(b *dataphase.RecvBatch) {
 		}
 		if s := binary.BigEndian.Uint32(d[4:]); int64(s) < int64(len(l.arr)) && l.arr[s] == 0 {
 			l.arr[s] = b.Dgrams[i].Time
+			if l.age != nil && len(d) >= 28 {
+				// lpduTime (dataphase.LoadHeader), and the receive
+				// time on the wall clock by the pair it was taken with.
+				sent := int64(binary.BigEndian.Uint32(d[20:]))*1e9 + int64(binary.BigEndian.Uint32(d[24:]))
+				l.age[s] = b.Pair.WallAt(b.Dgrams[i].Time) - sent
+			}
 		}
 	}
 	l.Conn.Receive(b)
@@ -280,6 +292,9 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 			}
 			core := dataphase.NewConn(cc.Params, cc.Activated)
 			c.lag = &lagCore{Conn: core, id: lagID, arr: make([]clock.Time, lagLen)}
+			if !cfg.Upstream {
+				c.lag.age = make([]int64, lagLen)
+			}
 			c.sock = cc.Sock
 			c.at = time.Now()
 			c.pc = pool.Run(cc.Sock.(*engine.Socket), c.lag, func(ev dataphase.Event) {
@@ -394,6 +409,19 @@ func Run(ctx context.Context, cfg CheckConfig, tmp string) (*Result, error) {
 			r.Lag = append(r.Lag, lags(c.lag.arr, period, window)...)
 		}
 	}
+	var ages []time.Duration
+	for _, c := range conns {
+		if c == nil {
+			continue
+		}
+		for s, a := range c.lag.age {
+			if c.lag.arr[s] != 0 {
+				ages = append(ages, time.Duration(a))
+			}
+		}
+	}
+	slices.Sort(ages)
+	r.AgeP50, r.AgeP99 = percentile(ages, 0.5), percentile(ages, 0.99)
 	slices.Sort(r.Lag)
 	r.LagSamples = len(r.Lag)
 	r.LagP50, r.LagP99 = percentile(r.Lag, 0.5), percentile(r.Lag, 0.99)

@@ -208,8 +208,8 @@ func BenchmarkServerCapacity(b *testing.B) {
 						b.Logf("%s %s N=%d: %v", s.Name, dir, n, err)
 						continue
 					}
-					b.Logf("run %d: %s %s N=%d: delivered %.2f%%, skipped %d, lag p50 %v p99 %v, server CPU %.3f (waited %.3f), %.0f wake-ups/s (busiest thread %.3f, %.0f), generator CPU %.2f, other %.2f %v",
-						rep+1, s.Name, dir, n, r.Share(), r.SkippedBursts, r.LagP50, r.LagP99, r.ServerCPU, r.ServerRunq, r.ServerWakeups, r.BusiestCPU, r.BusiestWakeups, r.GenCPU, r.OtherCPU, r.Notes)
+					b.Logf("run %d: %s %s N=%d: delivered %.2f%%, skipped %d, lag p50 %v p99 %v, stamp to arrival p50 %v p99 %v, server CPU %.3f (waited %.3f), %.0f wake-ups/s (busiest thread %.3f, %.0f), generator CPU %.2f, other %.2f %v",
+						rep+1, s.Name, dir, n, r.Share(), r.SkippedBursts, r.LagP50, r.LagP99, r.AgeP50, r.AgeP99, r.ServerCPU, r.ServerRunq, r.ServerWakeups, r.BusiestCPU, r.BusiestWakeups, r.GenCPU, r.OtherCPU, r.Notes)
 					record(key{s.Name, dir, n}, r)
 				}
 			}

@@ -44,6 +44,11 @@
 //     only Status PDUs, every 50 ms trial interval from when the last one
 //     went (both servers reschedule that timer), so there the lag is how
 //     much longer than 50 ms each gap between two of them was;
+//   - stamp to arrival p50/p99 (downstream): each Load PDU's kernel receive
+//     time less the send time the server wrote in it, both on the one
+//     kernel's CLOCK_REALTIME: the path's own delay plus how long before
+//     its departure the server stamped it. The lab's path is the same for
+//     every server, so a difference between servers is in the stamping;
 //   - server CPU: the server process's time on a CPU (the sum over its
 //     threads of /proc/PID/task/TID/schedstat) over the steady window,
 //     which starts 1 s after the last connection started and ends 1 s

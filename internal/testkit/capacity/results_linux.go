@@ -21,8 +21,8 @@ import (
 // Table formats results as a Markdown table.
 func Table(rs []*Result) string {
 	var b strings.Builder
-	b.WriteString("| server | direction | N | delivered % of plan | Skipped Bursts | send lag p50 / p99 (µs) | server CPU | server wake-ups/s | busiest thread CPU / wake-ups/s | syscalls/packet | generator CPU | other load (CPU) | notes |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| server | direction | N | delivered % of plan | Skipped Bursts | send lag p50 / p99 (µs) | stamp to arrival p50 / p99 (µs) | server CPU | server wake-ups/s | busiest thread CPU / wake-ups/s | syscalls/packet | generator CPU | other load (CPU) | notes |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
 		dir := "down"
 		if r.Upstream {
@@ -46,11 +46,15 @@ func Table(rs []*Result) string {
 			notes = append(notes, fmt.Sprintf("server waited for its CPU %.0f ms/s", 1000*r.ServerRunq))
 		}
 		lag, gen := fmt.Sprintf("%d / %d", r.LagP50.Microseconds(), r.LagP99.Microseconds()), fmt.Sprintf("%.2f", r.GenCPU)
+		age := "n/a"
+		if r.AgeP50 != 0 {
+			age = fmt.Sprintf("%d / %d", r.AgeP50.Microseconds(), r.AgeP99.Microseconds())
+		}
 		if r.Floor {
 			lag, gen = "n/a", "n/a"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %.3f | %.0f | %.3f / %.0f | %s | %s | %.2f | %s |\n",
-			r.Server, dir, r.N, r.Share(), sk, lag,
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %s | %s | %s | %.3f | %.0f | %.3f / %.0f | %s | %s | %.2f | %s |\n",
+			r.Server, dir, r.N, r.Share(), sk, lag, age,
 			r.ServerCPU, r.ServerWakeups, r.BusiestCPU, r.BusiestWakeups, formatPerPacket(r.SyscallsPerPacket), gen, r.OtherCPU, strings.Join(notes, "; "))
 	}
 	return b.String()
@@ -139,6 +143,8 @@ func Median(rs []*Result) *Result {
 	m.GenSkipped = int64(med(func(r *Result) float64 { return float64(r.GenSkipped) }))
 	m.LagP50 = time.Duration(med(func(r *Result) float64 { return float64(r.LagP50) }))
 	m.LagP99 = time.Duration(med(func(r *Result) float64 { return float64(r.LagP99) }))
+	m.AgeP50 = time.Duration(med(func(r *Result) float64 { return float64(r.AgeP50) }))
+	m.AgeP99 = time.Duration(med(func(r *Result) float64 { return float64(r.AgeP99) }))
 	m.ServerCPU = med(func(r *Result) float64 { return r.ServerCPU })
 	m.ServerWakeups = med(func(r *Result) float64 { return r.ServerWakeups })
 	m.BusiestCPU = med(func(r *Result) float64 { return r.BusiestCPU })
