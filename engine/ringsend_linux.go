@@ -28,10 +28,11 @@ const (
 	// ringConns bounds a flush's Test Connections. A Load PDU is stamped
 	// when its core is polled, and its datagram leaves once the kernel has
 	// sent those queued before it in the flush: a flush of k Test
-	// Connections stamps the last up to k-1 sends early (about 6 µs each
-	// in the capacity check's lab, so up to about 40 µs here), while it
-	// saves k-1 of k system calls. Each holds a dataphase.SendBuffer
-	// (about 43 kB) until its completions are in.
+	// Connections stamps the later ones before the sends queued ahead of
+	// them leave (the capacity check measured 27 to 43 µs older stamps at
+	// the median with 8: docs/performance.md), while it saves k-1 of k
+	// system calls. Each holds a dataphase.SendBuffer (about 43 kB) until
+	// its completions are in.
 	ringConns = 8
 	// ringSendFlags: a full socket fails its send (EAGAIN) rather than
 	// leave it to complete later, so every send ends inside the
