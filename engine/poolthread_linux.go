@@ -255,6 +255,12 @@ func (t *poolThread) serve(c *PoolConn, now clock.Pair, sends bool) {
 	default:
 		t.readConn(c)
 	}
+	t.finish(c, now.Mono, sends)
+}
+
+// finish ends a service of c: its events, then its next deadline, or its
+// retirement once it is done; begin and polled as reschedule's.
+func (t *poolThread) finish(c *PoolConn, begin clock.Time, polled bool) {
 	if !c.failed {
 		c.deliver()
 	}
@@ -262,7 +268,7 @@ func (t *poolThread) serve(c *PoolConn, now clock.Pair, sends bool) {
 		t.remove(c)
 		return
 	}
-	t.reschedule(c, now.Mono, sends)
+	t.reschedule(c, begin, polled)
 }
 
 func (t *poolThread) readConn(c *PoolConn) {

@@ -115,7 +115,7 @@ func (t *poolThread) ringTake(c *PoolConn, now clock.Pair) bool {
 	if !c.core.Poll(now, b) {
 		x.mu.RUnlock()
 		locked = false
-		t.finishSends(c, now.Mono)
+		t.finish(c, now.Mono, true)
 		return true
 	}
 	nm := s.buildMessages(b, 0)
@@ -242,20 +242,7 @@ func (t *poolThread) ringFinish(e *ringEntry, b *dataphase.SendBuffer, now clock
 			c.sendPlans(&t.clk, &t.send, now, t.log)
 		}
 	}
-	t.finishSends(c, e.begin)
-}
-
-// finishSends is serve's end after sends: c's events, then its next
-// deadline, or its retirement once it is done.
-func (t *poolThread) finishSends(c *PoolConn, begin clock.Time) {
-	if !c.failed {
-		c.deliver()
-	}
-	if c.failed || c.core.Done() {
-		t.remove(c)
-		return
-	}
-	t.reschedule(c, begin, true)
+	t.finish(c, e.begin, true)
 }
 
 // ringAbandon lets go of the sockets of a flush in progress when the
