@@ -39,7 +39,7 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 		if !s.peer.IsValid() {
 			return ErrNotConnected
 		}
-		sent, err = s.sendmmsg(b, fd, 0)
+		sent, err = s.sendmmsg(b, fd, 0, 0)
 		return err
 	})
 	return sent, err
@@ -47,8 +47,10 @@ func (s *Socket) sendBatch(b *dataphase.SendBuffer) (sent int, err error) {
 
 // sendmmsg sends b's plan from datagram from on fd, GSO runs grouped;
 // with mu held shared. It returns the first datagram the kernel has not
-// taken (b.N when all went).
-func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd, from int) (int, error) {
+// taken (b.N when all went). refused, when not 0, is what a send of the
+// message at from already met (through an Engine Thread's ring): the send
+// policy judges it as it would this call's own, before any system call.
+func (s *Socket) sendmmsg(b *dataphase.SendBuffer, fd, from int, refused unix.Errno) (int, error) {
 	x := &s.sys
 	n := b.N
 	next := from  // first datagram the kernel has not taken
@@ -85,9 +87,12 @@ replan:
 		for m := 0; m < nm; {
 			var k int
 			var e unix.Errno
-			if x.sendFn == nil {
+			switch {
+			case refused != 0:
+				e, refused = refused, 0
+			case x.sendFn == nil:
 				k, e = sendmmsg(fd, x.msgs[m:nm])
-			} else {
+			default:
 				k, e = x.sendFn(fd, x.msgs[m:nm])
 			}
 			if e == 0 && k == 0 {

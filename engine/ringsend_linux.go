@@ -210,20 +210,10 @@ func (t *poolThread) ringFinish(e *ringEntry, b *dataphase.SendBuffer, now clock
 	}
 	var err error
 	if sent < b.N {
-		// A refused plain message's path error was reported by the
-		// send and so cleared: counted here, as sendmmsg counts it before
-		// its retry. A GSO message's refusal is the kernel's or the
-		// path's; sendmmsg meets it again and tells which.
-		if e.err != 0 && x.runs[e.ok].segSize == 0 {
-			if k := pathClassOf(e.err); k != noPathError {
-				s.stats.countPath(k)
-				if e.err == unix.EMSGSIZE {
-					x.refreshMTU()
-				}
-				s.takePending()
-			}
-		}
-		sent, err = s.sendmmsg(b, e.fd, sent)
+		// What the ring did not send goes through sendmmsg, whose send
+		// policy judges the refusal first (a retry after a path error, a
+		// wait after backpressure, a re-plan after EMSGSIZE).
+		sent, err = s.sendmmsg(b, e.fd, sent, e.err)
 	}
 	x.mu.RUnlock()
 	defer func() {
